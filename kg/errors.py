@@ -1,0 +1,43 @@
+"""The exceptions kg raises; the CLI maps each to a message and an exit code.
+
+>>> raise InputError("papers.csv:3: no abstract column; pass --abstract-column")
+Traceback (most recent call last):
+...
+kg.errors.InputError: papers.csv:3: no abstract column; pass --abstract-column
+"""
+
+
+class KgError(Exception):
+    """Base of every error kg reports to a user (exit code 1)."""
+
+    exit_code = 1
+
+
+class InputError(KgError):
+    """An input file or record cannot be read; the message names it and the fix (exit 2)."""
+
+    exit_code = 2
+
+
+class StrictModeError(KgError):
+    """Records were skipped and --strict asked for that to fail the run (exit 3)."""
+
+    exit_code = 3
+
+
+class VocabularyError(KgError):
+    """The ontology/vocabulary files are missing or malformed (exit 4)."""
+
+    exit_code = 4
+
+
+class QueryError(KgError):
+    """A SPARQL or Cypher query is malformed or failed (exit 5)."""
+
+    exit_code = 5
+
+
+class ServiceError(KgError):
+    """A service (Neo4j, the endpoint) cannot be reached or refused us (exit 6)."""
+
+    exit_code = 6

@@ -1,0 +1,165 @@
+"""The small frozen dataclasses that flow between stages.
+
+ingest → ``Paper``; extract → ``Candidate``; resolve → ``Entity``, ``Relation``,
+``PaperResult``; the whole run → ``Corpus``. Sinks (rdf, neo4j, analysis, viz) read a
+``Corpus`` and never call back into extraction.
+
+>>> p = Paper(id="p1", abstract="We use caching.", title="Fast")
+>>> p.text
+'Fast\\nWe use caching.'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+ENTITY_TYPES: tuple[str, ...] = (
+    "Method", "Model", "Dataset", "Hardware", "Technique", "Task", "Metric",
+)
+
+# Predicates from a paper (subject) to an entity (object); "outperforms" and "extends" link
+# entity → entity. PREDICATE_FOR_TYPE says which predicate a paper's use of each type gets.
+PREDICATES: tuple[str, ...] = (
+    "proposes", "usesTechnique", "usesModel", "evaluatedOn", "runsOn",
+    "addresses", "improves", "outperforms", "extends", "mentions",
+)
+PREDICATE_FOR_TYPE: dict[str, str] = {
+    "Technique": "usesTechnique",
+    "Method": "usesTechnique",  # a used (not proposed) method is a technique the paper uses
+    "Model": "usesModel",
+    "Dataset": "evaluatedOn",
+    "Hardware": "runsOn",
+    "Task": "addresses",
+    "Metric": "improves",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A piece of a paper's text: ``text == paper.text[start:end]``."""
+
+    text: str
+    start: int
+    end: int
+
+
+# A mention of an entity and the evidence of a relation are both spans of the paper text.
+Mention = Span
+Evidence = Span
+
+
+@dataclass(frozen=True, slots=True)
+class Paper:
+    """One input record. ``text`` (title + newline + abstract) is what offsets index into."""
+
+    id: str
+    abstract: str
+    title: str | None = None
+    label: str = ""
+    authors: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    venue: str | None = None
+    year: int | None = None
+    url: str | None = None
+    source: str = ""  # "file:line" — where the record came from, for messages
+
+    @property
+    def text(self) -> str:
+        return f"{self.title}\n{self.abstract}" if self.title else self.abstract
+
+    def metadata(self) -> dict[str, object]:
+        """The paper as the JSON contract's ``paper`` object (empty optional fields left out)."""
+        out: dict[str, object] = {"id": self.id, "title": self.title, "label": self.label}
+        for key in ("authors", "keywords", "venue", "year", "url"):
+            value = getattr(self, key)
+            if value not in (None, (), ""):
+                out[key] = list(value) if isinstance(value, tuple) else value
+        out["abstract"] = self.abstract
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Concept:
+    """A SKOS concept from ``ontology/vocab/*.ttl``."""
+
+    iri: str
+    type: str  # one of ENTITY_TYPES
+    pref_label: str
+    alt_labels: tuple[str, ...] = ()
+    broader: tuple[str, ...] = ()  # concept IRIs
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A typed mention found by one extraction rule, before resolution."""
+
+    span: Span
+    type: str
+    rule: str
+    concept: str | None = None  # concept IRI when the vocabulary matched
+    confidence: float = 0.8
+    long_form: str | None = None  # set on an acronym whose long form the paper defines
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """One concept across the whole corpus; ``id`` is stable (derived from the concept/name)."""
+
+    id: str  # "<type-lowercase>/<slug>", e.g. "technique/quantization"
+    type: str
+    name: str
+    aliases: tuple[str, ...] = ()
+    concept: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """``subject predicate object``; subject is a paper id or an entity id."""
+
+    subject: str
+    predicate: str
+    object: str
+    evidence: Span
+    rule: str
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class PaperResult:
+    """What one paper yields: its entity ids with their mentions, and its relations."""
+
+    paper: Paper
+    mentions: tuple[tuple[str, tuple[Span, ...]], ...]  # (entity id, spans), sorted by first span
+    relations: tuple[Relation, ...]
+
+    @property
+    def entity_ids(self) -> tuple[str, ...]:
+        return tuple(eid for eid, _ in self.mentions)
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A record that could not be used: where, and why (with the fix)."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The resolved result of a run: papers in input order and the corpus-wide entities."""
+
+    results: tuple[PaperResult, ...]
+    entities: dict[str, Entity] = field(default_factory=dict)  # by id
+    skipped: tuple[Skip, ...] = ()
+
+    def __iter__(self) -> Iterator[PaperResult]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def relations(self) -> Iterator[Relation]:
+        for result in self.results:
+            yield from result.relations

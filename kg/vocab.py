@@ -1,0 +1,152 @@
+"""The controlled vocabulary: SKOS concept schemes in ``ontology/vocab/*.ttl``.
+
+Each file is one ``skos:ConceptScheme`` carrying ``kg:entityType`` (kg:Technique, kg:Model, …);
+every concept has a ``skos:prefLabel``, ``skos:altLabel`` s and optional ``skos:broader``.
+The extractor's matcher is built from these files, so adding a term is a TTL edit.
+
+>>> vocab = load_vocabulary()
+>>> c = vocab.by_label("Technique", "KV cache")
+>>> vocab.concepts[c].pref_label
+'KV cache'
+>>> any(vocab.concepts[a].pref_label == "caching" for a in vocab.ancestors(c))
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kg.errors import VocabularyError
+from kg.model import ENTITY_TYPES, Concept
+
+BASE = "https://w3id.org/mlkg/"
+ONTOLOGY_NS = BASE + "ontology#"
+CONCEPT_NS = BASE + "concept/"
+ENTITY_NS = BASE + "entity/"
+PAPER_NS = BASE + "paper/"
+
+_SKOS = "http://www.w3.org/2004/02/skos/core#"
+
+
+def ontology_dir() -> Path:
+    """Where ``kg.ttl`` and ``vocab/`` live: the installed copy, else the source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_data" / "ontology", here.parent / "ontology"):
+        if (candidate / "vocab").is_dir():
+            return candidate
+    raise VocabularyError(
+        f"cannot find the ontology directory (looked in {here / '_data' / 'ontology'} and "
+        f"{here.parent / 'ontology'}); reinstall kg with `pip install -e .`"
+    )
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """All concepts by IRI, with label lookup and the ``broader`` hierarchy."""
+
+    concepts: dict[str, Concept]
+
+    @functools.cached_property
+    def _by_label(self) -> dict[tuple[str, str], str]:
+        index: dict[tuple[str, str], str] = {}
+        # prefLabels win over altLabels when two concepts share a string.
+        for concept in sorted(self.concepts.values(), key=lambda c: c.iri):
+            for label in concept.alt_labels:
+                index.setdefault((concept.type, label.casefold()), concept.iri)
+        for concept in sorted(self.concepts.values(), key=lambda c: c.iri):
+            index[(concept.type, concept.pref_label.casefold())] = concept.iri
+        return index
+
+    @functools.cached_property
+    def _narrower(self) -> dict[str, tuple[str, ...]]:
+        children: dict[str, list[str]] = {}
+        for concept in self.concepts.values():
+            for parent in concept.broader:
+                children.setdefault(parent, []).append(concept.iri)
+        return {k: tuple(sorted(v)) for k, v in children.items()}
+
+    def by_label(self, type_: str, label: str) -> str | None:
+        """The IRI of the concept of ``type_`` whose pref/alt label is ``label`` (any case)."""
+        return self._by_label.get((type_, label.casefold()))
+
+    def ancestors(self, iri: str) -> list[str]:
+        """Every broader concept, nearest first, without repeats (cycles are tolerated)."""
+        out: list[str] = []
+        frontier = list(self.concepts[iri].broader) if iri in self.concepts else []
+        while frontier:
+            nxt = frontier.pop(0)
+            if nxt not in out and nxt != iri:
+                out.append(nxt)
+                frontier.extend(self.concepts[nxt].broader if nxt in self.concepts else ())
+        return out
+
+    def descendants(self, iri: str) -> list[str]:
+        """Every narrower concept (transitively), sorted."""
+        seen: set[str] = set()
+        frontier = [iri]
+        while frontier:
+            for child in self._narrower.get(frontier.pop(), ()):
+                if child not in seen and child != iri:
+                    seen.add(child)
+                    frontier.append(child)
+        return sorted(seen)
+
+    def of_type(self, type_: str) -> list[Concept]:
+        return sorted((c for c in self.concepts.values() if c.type == type_), key=lambda c: c.iri)
+
+
+def parse_vocabulary(paths: Iterable[Path]) -> Vocabulary:
+    """Read SKOS files into a Vocabulary; a concept's type comes from its scheme."""
+    import rdflib
+    from rdflib.namespace import RDF, SKOS
+
+    entity_type = rdflib.URIRef(ONTOLOGY_NS + "entityType")
+    concepts: dict[str, Concept] = {}
+    for path in sorted(paths):
+        graph = rdflib.Graph()
+        try:
+            graph.parse(path, format="turtle")
+        except Exception as exc:  # rdflib raises many parser-specific types
+            raise VocabularyError(f"{path}: not valid Turtle ({exc}); fix the file") from exc
+        schemes = {
+            str(s): str(t).removeprefix(ONTOLOGY_NS) for s, t in graph.subject_objects(entity_type)
+        }
+        for scheme, type_ in schemes.items():
+            if type_ not in ENTITY_TYPES:
+                raise VocabularyError(
+                    f"{path}: scheme {scheme} has kg:entityType {type_}; "
+                    f"use one of {', '.join(ENTITY_TYPES)}"
+                )
+        for subject in sorted(set(graph.subjects(RDF.type, SKOS.Concept)), key=str):
+            scheme = graph.value(subject, SKOS.inScheme)
+            if scheme is None or str(scheme) not in schemes:
+                raise VocabularyError(
+                    f"{path}: concept {subject} has no skos:inScheme of a scheme with kg:entityType"
+                )
+            pref = graph.value(subject, SKOS.prefLabel)
+            if pref is None:
+                raise VocabularyError(f"{path}: concept {subject} has no skos:prefLabel")
+            iri = str(subject)
+            if iri in concepts:
+                raise VocabularyError(f"{path}: concept {iri} is defined twice")
+            concepts[iri] = Concept(
+                iri=iri,
+                type=schemes[str(scheme)],
+                pref_label=str(pref),
+                alt_labels=tuple(sorted({str(o) for o in graph.objects(subject, SKOS.altLabel)})),
+                broader=tuple(sorted(str(o) for o in graph.objects(subject, SKOS.broader))),
+            )
+    return Vocabulary(concepts)
+
+
+@functools.cache
+def load_vocabulary(directory: Path | None = None) -> Vocabulary:
+    """The project's vocabulary (``ontology/vocab/*.ttl``), parsed once per process."""
+    directory = directory or ontology_dir() / "vocab"
+    paths = sorted(Path(directory).glob("*.ttl"))
+    if not paths:
+        raise VocabularyError(f"{directory}: no *.ttl vocabulary files found")
+    return parse_vocabulary(paths)
