@@ -163,3 +163,28 @@ class Corpus:
     def relations(self) -> Iterator[Relation]:
         for result in self.results:
             yield from result.relations
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A relation between candidates of one paper, before resolution.
+
+    ``subject``/``object`` index into ``Extraction.candidates``; ``subject=None`` is the paper.
+    """
+
+    subject: int | None
+    predicate: str
+    object: int
+    evidence: Span
+    rule: str
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What the extractor finds in one paper: candidates (non-overlapping) and links."""
+
+    paper: Paper
+    candidates: tuple[Candidate, ...]
+    links: tuple[Link, ...]
+    label: str | None = None  # a readable label derived from what the paper proposes

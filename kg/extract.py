@@ -1,0 +1,739 @@
+"""Extraction: a spaCy pipeline (no model download) that finds typed mentions and relations.
+
+The pipeline is ``spacy.blank("en")`` + ``sentencizer`` + kg's own components, registered by
+name so they show in ``nlp.pipe_names``:
+
+- ``kg_vocabulary`` — phrase matching of every SKOS label in ``ontology/vocab`` (case-insensitive,
+  case-sensitive for short acronyms; plural and hyphen/space variants), plus versioned names
+  built on a known family (``LLaMA-2-7B`` → Llama 2, ``ResNet18`` → ResNet-18);
+- ``kg_acronyms`` — long form ↔ short form pairs ("Rotated Runtime Smooth (RRS)",
+  Schwartz & Hearst 2003) and every later use of the short form;
+- ``kg_patterns`` — what no vocabulary can know: names a paper introduces ("we propose X",
+  "X, a novel …", "dubbed X"), model and dataset names from context ("on the X benchmark",
+  "X-7B"), hardware;
+- ``kg_select`` — keeps the best non-overlapping candidates and derives relations.
+
+>>> from kg.model import Paper
+>>> ex = Extractor().extract_one(Paper(id="p", abstract="We propose FooNet, a novel method. "
+...     "FooNet uses INT4 quantization and runs on A100 GPUs."))
+>>> sorted({(c.span.text, c.type) for c in ex.candidates})[:3]
+[('A100 GPUs', 'Hardware'), ('FooNet', 'Method'), ('INT4 quantization', 'Technique')]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+from kg.model import PREDICATE_FOR_TYPE, Candidate, Extraction, Link, Paper, Span
+from kg.vocab import Vocabulary, load_vocabulary
+
+# ---------------------------------------------------------------- text normalisation
+
+_LATEX_CMD = re.compile(r"\\[A-Za-z]+")
+_MARKUP = re.compile(r"[*{}$\\~^_]")
+
+
+def clean_text(text: str) -> str:
+    """Blank out LaTeX/Markdown markup *without changing length*, so offsets stay valid.
+
+    >>> clean_text(r"we present \\textbf{FasterCache} and (**RRS**)")
+    'we present         FasterCache  and (  RRS  )'
+    """
+    text = _LATEX_CMD.sub(lambda m: " " * len(m.group(0)), text)
+    return _MARKUP.sub(" ", text)
+
+
+def label_key(text: str) -> str:
+    """Lookup key that ignores case, spaces, hyphens and dots: ResNet-18 = resnet18.
+
+    >>> label_key("ResNet-18") == label_key("Resnet18") == label_key("resnet 18")
+    True
+    """
+    return re.sub(r"[\s\-_.]", "", text.casefold())
+
+
+def singular(word: str) -> str:
+    """English plural → singular for the last word of a name, conservatively.
+
+    >>> [singular(w) for w in ("strategies", "caches", "LLMs", "class", "GPUs", "analysis")]
+    ['strategy', 'cache', 'LLM', 'class', 'GPU', 'analysis']
+    """
+    lower = word.lower()
+    if len(word) <= 3 or lower.endswith(("ss", "us", "is", "ics")):
+        return word
+    if lower.endswith("ies") and len(word) > 4:
+        return word[:-3] + ("Y" if word[-3:].isupper() else "y")
+    if lower.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if lower.endswith("s"):
+        return word[:-1]
+    return word
+
+
+def is_acronym_like(label: str) -> bool:
+    """Short labels with two or more capitals are matched case-sensitively ("RL", "BLEU").
+
+    >>> is_acronym_like("BERT"), is_acronym_like("GPT-4"), is_acronym_like("Lipschitz")
+    (True, True, False)
+    """
+    letters = [ch for ch in label if ch.isalpha()]
+    return len(letters) <= 5 and sum(ch.isupper() for ch in letters) >= 2
+
+
+def _variants(label: str) -> set[str]:
+    forms = {label, label.replace("-", " "), label.replace("-", "")}
+    out = set()
+    for form in forms:
+        form = " ".join(form.split())
+        if not form:
+            continue
+        out.add(form)
+        head, _, last = form.rpartition(" ")
+        if last and last[-1].isalpha():
+            prefix = head + " " if head else ""
+            if last[-1] in "sxh" and not last.endswith(("ss", "th")):
+                out.add(prefix + last + "es")
+            elif last[-1] == "y" and len(last) > 1 and last[-2] not in "aeiou":
+                out.add(prefix + last[:-1] + "ies")
+            if not last.endswith("s"):
+                out.add(prefix + last + "s")
+            else:
+                out.add(prefix + last + "es")
+    return out
+
+
+# ---------------------------------------------------------------- regular expressions
+
+# A "name token": starts with a letter, may contain digits, dots, hyphens, slashes.
+_NAME = re.compile(r"(?<![\w\-/.])[A-Za-z][A-Za-z0-9]*(?:[\-./][A-Za-z0-9]+)*(?![\w\-])")
+_VERSION_TAIL = re.compile(r"^(?:[\-.]?(?:v?\d+(?:\.\d+)*[A-Za-z]?|[BbMmKk]|XL|XXL|o|mini))+$")
+_SIZE = re.compile(r"\d+(?:\.\d+)?[BMK]$")
+_ACRONYM_PAREN = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{0,11}?)(?:s)?\s*(?:;[^)]*)?\)")
+_WORD = re.compile(r"[A-Za-z0-9][\w\-']*")
+
+_PROPOSE_CUE = re.compile(
+    r"\b(?:we|this\s+(?:paper|work)|our\s+(?:paper|work))\s+(?:(?:first|further|then|also|"
+    r"hereby|here)\s+)?(?:propose|introduce|present|develop|design|devise|build|create|release|"
+    r"construct|curate|contribute|offer|formulate)[sd]?\b",
+    re.IGNORECASE,
+)
+_NAMING_CUE = re.compile(
+    r"\b(?:called|named|dubbed|termed|coined|namely|entitled)\s*[:,]?\s+", re.IGNORECASE)
+_APPOSITIVE = re.compile(
+    r"\s*(?:\([^)]{1,15}\)\s*)?,\s+(?:a|an|the)\s+(?:novel|new|simple|first|general|unified|"
+    r"principled|efficient|effective|lightweight|scalable|large-scale|comprehensive|"
+    r"challenging|training-free|plug-and-play|data-free|flexible|versatile|powerful|robust|"
+    r"fast|practical|theoretically|generic|modular|open-source|holistic|systematic)\b",
+    re.IGNORECASE,
+)
+_DETERMINERS = re.compile(
+    r"\s+(?:(?:a|an|the|our|two|three|several)\s+)?(?:(?:novel|new|simple|general|unified|"
+    r"principled|efficient|effective|lightweight|scalable|first|generic|modular|practical|"
+    r"large-scale|comprehensive|powerful|training-free|plug-and-play)\s+)*",
+    re.IGNORECASE,
+)
+_HEAD_STOP = {
+    "that", "which", "for", "to", "of", "designed", "with", "in", "on", "by", "where", "and",
+    "from", "using", "based", "via", "capable", "able", "built", "tailored", "consisting",
+    "specifically", "aimed", "inspired", "grounded", "leveraging", "named", "called", "dubbed",
+}
+_DATASET_HEADS = {"benchmark", "dataset", "corpus", "suite", "testbed", "collection",
+                  "leaderboard", "bench", "data", "arena"}
+_MODEL_HEADS = {"model", "llm", "network", "architecture", "transformer", "backbone",
+                "foundation", "encoder", "decoder", "vlm", "mllm"}
+
+_LF_HEAD_TYPES: dict[str, str] = {}
+for _type, _heads in {
+    "Task": "recognition generation classification detection segmentation prediction estimation "
+            "translation answering retrieval summarization forecasting captioning synthesis "
+            "tracking localization parsing reconstruction completion planning navigation "
+            "manipulation editing",
+    "Dataset": "dataset benchmark corpus suite testbed",
+    "Metric": "score error accuracy ratio",
+    "Technique": "learning training optimization attention distillation regularization sampling "
+                 "decoding tuning fine-tuning pruning quantization alignment augmentation "
+                 "embedding encoding normalization inference compression caching prompting "
+                 "pretraining pre-training adaptation",
+    "Model": "network networks transformer autoencoder",
+}.items():
+    for _head in _heads.split():
+        _LF_HEAD_TYPES[_head] = _type
+
+_HARDWARE_CONTEXT = re.compile(r"^\s+(?:GPUs?|TPUs?|chips?|accelerators?|cards?)\b")
+_DATASET_AFTER = re.compile(r"^\s+(?:dataset|benchmark|corpus|suite|datasets|benchmarks|"
+                            r"test\s+set|validation\s+set|split)\b", re.IGNORECASE)
+_DATASET_BEFORE = re.compile(r"\b(?:on|in|using|across|from)\s+(?:the\s+)?(?:challenging\s+|"
+                             r"popular\s+|standard\s+|widely[- ]used\s+)?$", re.IGNORECASE)
+_MODEL_AFTER = re.compile(r"^\s*(?:-?\s*(?:based\s+)?(?:models?|LLMs?|backbones?|"
+                          r"architectures?|checkpoints?|family|families|series)\b)")
+_OUTPERFORM = re.compile(r"\b(?:outperform(?:s|ed|ing)?|surpass(?:es|ed|ing)?|beat(?:s|ing)?|"
+                         r"exceed(?:s|ed|ing)?|better\s+than|superior\s+to)\b", re.IGNORECASE)
+_EXTEND = re.compile(r"\b(?:extend(?:s|ed|ing)?|build(?:s|ing)?\s+(?:up)?on|built\s+(?:up)?on|"
+                     r"generaliz(?:e|es|ed|ing)|an\s+extension\s+of|based\s+on)\b", re.IGNORECASE)
+_USE_CUE = re.compile(r"\b(?:us(?:e|es|ed|ing)|employ|leverag|utiliz|apply|appl(?:ies|ied)|"
+                      r"adopt|incorporat|integrat|combin|via|through|with|based\s+on|built\s+on|"
+                      r"propos|introduc)", re.IGNORECASE)
+_EVAL_CUE = re.compile(r"\b(?:on|evaluat|experiment|benchmark|test|results?|achiev|"
+                       r"state-of-the-art|outperform|improv)", re.IGNORECASE)
+
+_STOP_NAMES = {
+    "We", "Our", "In", "This", "The", "However", "It", "To", "For", "Code", "Experiments",
+    "Results", "Further", "Finally", "Moreover", "Specifically", "Additionally", "First",
+    "Second", "Third", "Thus", "Therefore", "Existing", "Recent", "Previous", "Empirically",
+    "Furthermore", "Extensive", "Through", "Based", "Unlike", "While", "As", "By", "With",
+    "Given", "These", "Such", "Theoretically", "Notably", "Overall", "Here", "A", "An", "Not",
+    "Yes", "No", "AI", "ML", "DL", "NN", "NNs", "II", "III", "IV", "OOD", "SOTA", "API", "APIs",
+    "ID", "IID", "iid", "CV", "NLP", "USA", "UK", "EU", "TL", "DR", "PhD", "LaTeX", "URL",
+}
+_NOT_NAMES_RE = re.compile(r"^(?:[A-Z]\d?|\d.*|[ivx]+|[A-Z][a-z]+|[a-z].*|.*\d{4}.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class _Label:
+    concept: str
+    type: str
+
+
+class _Index:
+    """Vocabulary lookups by label key: case-insensitive and (for acronyms) case-sensitive."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        self.ci: dict[str, list[_Label]] = {}
+        self.cs: dict[str, list[_Label]] = {}
+        for concept in sorted(vocab.concepts.values(), key=lambda c: c.iri):
+            for text in (concept.pref_label, *concept.alt_labels):
+                target = self.cs if is_acronym_like(text) else self.ci
+                key = label_key(text) if target is self.ci else re.sub(r"[\s\-_.]", "", text)
+                entry = _Label(concept.iri, concept.type)
+                bucket = target.setdefault(key, [])
+                if entry not in bucket:
+                    bucket.append(entry)
+
+    def lookup(self, text: str) -> list[_Label]:
+        exact = re.sub(r"[\s\-_.]", "", text)
+        return self.cs.get(exact) or self.ci.get(label_key(text)) or []
+
+    def lookup_name(self, name: str) -> tuple[list[_Label], int]:
+        """Longest vocabulary prefix of a name token, as (labels, prefix length in chars)."""
+        for end in _prefix_ends(name):
+            found = self.lookup(name[:end])
+            if not found and name[end - 1 : end] == "s":
+                found = self.lookup(name[: end - 1])
+            if found:
+                return found, end
+        return [], 0
+
+
+def _prefix_ends(name: str) -> list[int]:
+    """Cut points of a name, longest first: at separators and letter→digit changes."""
+    cuts = {len(name)}
+    for i in range(1, len(name)):
+        prev, ch = name[i - 1], name[i]
+        if ch in "-./" or (prev.isalpha() and ch.isdigit()):
+            cuts.add(i)
+    return sorted((c for c in cuts if c > 0 and name[:c][-1] not in "-./"), reverse=True)
+
+
+# ---------------------------------------------------------------- the extractor
+
+
+@dataclass
+class _Doc:
+    paper: Paper
+    text: str  # cleaned, same length as paper.text
+    sentences: list[tuple[int, int]]
+    candidates: list[Candidate]
+
+    def sentence_of(self, pos: int) -> Span:
+        for start, end in self.sentences:
+            if start <= pos < end:
+                return Span(self.paper.text[start:end], start, end)
+        start, end = self.sentences[-1] if self.sentences else (0, len(self.text))
+        return Span(self.paper.text[start:end], start, end)
+
+    def span(self, start: int, end: int) -> Span:
+        return Span(self.paper.text[start:end], start, end)
+
+
+RULE_PRIORITY = {
+    "acronym-definition": 6, "proposed-name": 5, "vocabulary": 4, "acronym-use": 4,
+    "vocabulary-version": 4, "proposed-name-use": 3, "context-model": 2, "context-dataset": 2,
+    "context-hardware": 2, "named-entity": 1,
+}
+TYPE_CONFIDENCE = {"vocabulary": 0.9, "vocabulary-version": 0.85, "acronym-definition": 0.85,
+                   "acronym-use": 0.8, "proposed-name": 0.85, "proposed-name-use": 0.8,
+                   "context-model": 0.65, "context-dataset": 0.7, "context-hardware": 0.7,
+                   "named-entity": 0.5}
+
+
+class Extractor:
+    """Builds the spaCy pipeline once; ``extract`` streams papers through it.
+
+    ``trained_model`` names an installed spaCy pipeline (e.g. ``en_core_web_sm``) whose entity
+    recogniser may add candidates; the default needs none.
+    """
+
+    def __init__(self, vocab: Vocabulary | None = None, trained_model: str | None = None) -> None:
+        self.vocab = vocab or load_vocabulary()
+        self.index = _Index(self.vocab)
+        self.nlp = _build_pipeline(self)
+        self.ner = _load_trained(trained_model) if trained_model else None
+
+    # -- public API
+    def extract(self, papers: Iterable[Paper], batch_size: int = 64) -> Iterator[Extraction]:
+        papers = list(papers) if not isinstance(papers, list) else papers
+        texts = (clean_text(p.text) for p in papers)
+        for paper, doc in zip(papers, self.nlp.pipe(texts, batch_size=batch_size), strict=True):
+            yield self._finish(paper, doc)
+
+    def extract_one(self, paper: Paper) -> Extraction:
+        return next(self.extract([paper]))
+
+    # -- stages (called from the spaCy components and _finish)
+    def _finish(self, paper: Paper, doc) -> Extraction:
+        state = _Doc(paper, doc.text, [(s.start_char, s.end_char) for s in doc.sents],
+                     list(doc.user_data.get("kg_candidates", [])))
+        _acronyms(self, state)
+        proposed_label = _proposals(self, state)
+        _context_names(self, state)
+        if self.ner is not None:
+            _trained_candidates(self, state)
+        chosen = _select(state.candidates)
+        chosen = _propagate(state, chosen)
+        links = _links(state, chosen)
+        return Extraction(paper, tuple(chosen), tuple(links), proposed_label)
+
+
+def _load_trained(name: str):
+    import spacy
+
+    from kg.errors import KgError
+
+    try:
+        return spacy.load(name, disable=["parser", "lemmatizer"])
+    except OSError as exc:
+        raise KgError(f"spaCy pipeline {name!r} is not installed ({exc}); install its package or "
+                      "drop --spacy-model (the default pipeline needs no model)") from exc
+
+
+def _build_pipeline(extractor: Extractor):
+    import spacy
+    from spacy.language import Language
+    from spacy.matcher import PhraseMatcher
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    ci = PhraseMatcher(nlp.vocab, attr="LOWER")
+    cs = PhraseMatcher(nlp.vocab, attr="ORTH")
+    keys: dict[str, list[_Label]] = {}
+    for concept in extractor.vocab.concepts.values():
+        for text in (concept.pref_label, *concept.alt_labels):
+            sensitive = is_acronym_like(text)
+            for form in sorted(_variants(text)):
+                key = ("cs:" if sensitive else "ci:") + form
+                entry = _Label(concept.iri, concept.type)
+                bucket = keys.setdefault(key, [])
+                if entry not in bucket:
+                    bucket.append(entry)
+    for key in sorted(keys):
+        sensitive, form = key.startswith("cs:"), key[3:]
+        (cs if sensitive else ci).add(key, [nlp.make_doc(form)])
+    strings = nlp.vocab.strings
+
+    name = f"kg_vocabulary_{id(extractor)}"
+
+    @Language.component(name)
+    def kg_vocabulary(doc):
+        found: list[Candidate] = []
+        for match_id, start, end in [*ci(doc), *cs(doc)]:
+            span = doc[start:end]
+            for label in keys[strings[match_id]]:
+                found.append(Candidate(Span(span.text, span.start_char, span.end_char),
+                                       label.type, "vocabulary", label.concept,
+                                       TYPE_CONFIDENCE["vocabulary"]))
+        found.extend(_versioned_names(extractor, doc.text))
+        doc.user_data["kg_candidates"] = found
+        return doc
+
+    nlp.add_pipe(name, name="kg_vocabulary")
+    return nlp
+
+
+def _versioned_names(extractor: Extractor, text: str) -> Iterator[Candidate]:
+    """Name tokens extending a vocabulary family: LLaMA-2-7B, Qwen2.5-7B, ResNet18, GPT-4o."""
+    for match in _NAME.finditer(text):
+        token = match.group(0)
+        if not any(ch.isdigit() for ch in token) and not any(ch.isupper() for ch in token[1:]):
+            continue
+        labels, cut = extractor.index.lookup_name(token)
+        if not labels:
+            continue
+        tail = token[cut:]
+        if tail and not _VERSION_TAIL.match(tail):
+            continue
+        start = match.start()
+        # "Llama 2" / "GPT 4": a family name followed by a bare version number.
+        follow = re.match(r" (\d+(?:\.\d+)?[A-Za-z]?)\b(?![\-.]\w)", text[match.end():])
+        end = match.end()
+        for label in labels:
+            if follow and label.type == "Model":
+                longer = extractor.index.lookup(token + follow.group(1))
+                if longer:
+                    label = longer[0]
+                    end = match.end() + follow.end()
+            yield Candidate(Span(text[start:end], start, end), label.type, "vocabulary-version",
+                            label.concept, TYPE_CONFIDENCE["vocabulary-version"])
+
+
+# ---------------------------------------------------------------- acronyms
+
+
+def _find_long_form(words: list[re.Match], short: str) -> int | None:
+    """Schwartz & Hearst: index of the first word of the long form ending before '('."""
+    letters = [ch.lower() for ch in short if ch.isalnum()]
+    if not letters or not short[0].isalnum():
+        return None
+    limit = min(len(letters) + 5, len(letters) * 2)
+    candidate_words = words[-limit:]
+    text = " ".join(w.group(0) for w in candidate_words).lower()
+    s_i, l_i = len(letters) - 1, len(text) - 1
+    while s_i >= 0:
+        ch = letters[s_i]
+        while l_i >= 0 and (text[l_i] != ch or (s_i == 0 and l_i > 0 and text[l_i - 1].isalnum())):
+            l_i -= 1
+        if l_i < 0:
+            return None
+        s_i -= 1
+        l_i -= 1
+    first_char = l_i + 1
+    # map char position back to a word index
+    pos = 0
+    for i, w in enumerate(candidate_words):
+        if pos <= first_char < pos + len(w.group(0)) + 1:
+            offset = len(words) - len(candidate_words)
+            if len(candidate_words) - i > 1 + len(letters) * 2:
+                return None
+            return offset + i
+        pos += len(w.group(0)) + 1
+    return None
+
+
+def _acronyms(ex: Extractor, d: _Doc) -> None:
+    for match in _ACRONYM_PAREN.finditer(d.text):
+        short = match.group(1)
+        if not any(ch.isupper() for ch in short) or len(short) < 2 or short.isdigit():
+            continue
+        sent = next(((s, e) for s, e in d.sentences if s <= match.start() < e), None)
+        if sent is None:
+            continue
+        before = list(_WORD.finditer(d.text, sent[0], match.start()))
+        if not before:
+            continue
+        first = _find_long_form(before, short)
+        if first is None:
+            continue
+        lf_start, lf_end = before[first].start(), before[-1].end()
+        long_form = d.text[lf_start:lf_end]
+        if long_form.lower() == short.lower() or len(long_form) <= len(short):
+            continue
+        sf_start = match.start(1)
+        sf_span = d.span(sf_start, sf_start + len(short))
+        lf_span = d.span(lf_start, lf_end)
+        labels = ex.index.lookup(long_form) or ex.index.lookup(singular_phrase(long_form))
+        if not labels:
+            labels = [lab for lab in _labels_in(d, lf_start, lf_end) ]
+        if labels:
+            for label in labels:
+                d.candidates.append(Candidate(sf_span, label.type, "acronym-definition",
+                                              label.concept, 0.85, long_form=long_form))
+            continue
+        long_form, lf_end = _trim_generic_head(long_form, short, lf_start)
+        lf_span = d.span(lf_start, lf_end)
+        sentence = d.text[sent[0]:sent[1]]
+        type_ = _type_of_long_form(long_form, bool(_PROPOSE_CUE.search(sentence)))
+        if type_ is None:
+            continue
+        d.candidates.append(Candidate(lf_span, type_, "acronym-definition", None, 0.8))
+        d.candidates.append(Candidate(sf_span, type_, "acronym-definition", None, 0.8,
+                                      long_form=long_form))
+
+
+def singular_phrase(phrase: str) -> str:
+    head, _, last = phrase.rpartition(" ")
+    return (head + " " if head else "") + singular(last)
+
+
+def _labels_in(d: _Doc, start: int, end: int) -> list[_Label]:
+    """Vocabulary candidates spanning exactly [start, end)."""
+    return [_Label(c.concept, c.type) for c in d.candidates
+            if c.concept and c.span.start == start and c.span.end == end]
+
+
+_GENERIC_HEADS = {"method", "approach", "framework", "technique", "algorithm", "module",
+                  "strategy", "scheme", "mechanism", "paradigm", "pipeline", "system"}
+
+
+def _trim_generic_head(long_form: str, short: str, start: int) -> tuple[str, int]:
+    """"Few-shot Attention Intervention method (FAI)" → drop "method", which FAI does not spell."""
+    words = long_form.split(" ")
+    last = words[-1]
+    if len(words) > 2 and singular(last).lower() in _GENERIC_HEADS and \
+            short[-1:].lower() != last[:1].lower():
+        long_form = " ".join(words[:-1])
+    return long_form, start + len(long_form)
+
+
+def _type_of_long_form(long_form: str, proposing: bool) -> str | None:
+    words = long_form.split()
+    head = singular(words[-1]).lower()
+    if head in _LF_HEAD_TYPES:
+        return _LF_HEAD_TYPES[head]
+    if head in _GENERIC_HEADS:
+        return "Method"
+    capitalised = sum(w[:1].isupper() for w in words)
+    if proposing and len(words) >= 2 and capitalised >= len(words) - 1:
+        return "Method"
+    return None
+
+
+# ---------------------------------------------------------------- proposals
+
+
+def _head_type(phrase: str) -> str:
+    words = []
+    for word in re.findall(r"[A-Za-z][\w\-]*", phrase):
+        if word.lower() in _HEAD_STOP or (word.endswith("ly") and len(word) > 4):
+            break
+        words.append(word.lower())
+    head = singular(words[-1]) if words else ""
+    if head in _DATASET_HEADS or head.endswith("bench"):
+        return "Dataset"
+    if head in _MODEL_HEADS:
+        return "Model"
+    return "Method"
+
+
+def _name_at(text: str, pos: int) -> tuple[int, int] | None:
+    """A proposed name starting at ``pos``: a name token, or a Title Case run of 2–5 words."""
+    m = _NAME.match(text, pos)
+    if not m:
+        return None
+    token = m.group(0)
+    if _is_name_token(token):
+        return m.start(), m.end()
+    run = re.match(r"(?:[A-Z][\w\-]*\s+){1,4}[A-Z][\w\-]*", text[pos:])
+    if run and not run.group(0).split()[0] in _STOP_NAMES:
+        return pos, pos + run.end()
+    return None
+
+
+def _is_name_token(token: str) -> bool:
+    if token in _STOP_NAMES or len(token) < 2 or _NOT_NAMES_RE.match(token):
+        return False
+    return any(ch.isupper() for ch in token[1:]) or any(ch.isdigit() for ch in token)
+
+
+def _proposals(ex: Extractor, d: _Doc) -> str | None:
+    text = d.text
+    label: str | None = None
+    found: list[tuple[int, int, str, str]] = []  # start, end, type, description
+    for cue in _PROPOSE_CUE.finditer(text):
+        det = _DETERMINERS.match(text, cue.end())
+        pos = det.end() if det else cue.end()
+        named = _name_at(text, pos)
+        rest_start = named[1] if named else pos
+        if named is None:
+            # lowercase noun phrase before ", a novel …": "we introduce model folding, a novel"
+            np_ = re.match(r"([a-z][\w\-]*(?:\s+[a-z][\w\-]*){0,3})(?=\s*(?:\([^)]{1,15}\))?,\s+"
+                           r"(?:a|an)\s)", text[pos:])
+            if np_ and _APPOSITIVE.match(text, pos + np_.end()):
+                named = (pos, pos + np_.end())
+                rest_start = named[1]
+        if named is None:
+            naming = _NAMING_CUE.search(text, pos, min(len(text), pos + 200))
+            if naming and "." not in text[pos:naming.start()]:
+                named = _name_at(text, naming.end())
+                if named:
+                    found.append((*named, _head_type(text[pos:naming.start()]),
+                                  text[pos:naming.start()].strip(" ,")))
+            continue
+        tail = text[rest_start:rest_start + 160]
+        appos = _APPOSITIVE.match(tail) or re.match(r"\s*(?:\([^)]{1,15}\)\s*)?,\s+(?:a|an)\s",
+                                                     tail)
+        description = ""
+        if appos:
+            description = re.split(r"[.;]", tail[appos.start():].lstrip(" ,"), maxsplit=1)[0]
+            description = re.sub(r"^\([^)]*\)\s*,?\s*", "", description).strip(" ,")
+        type_ = _head_type(description) if description else "Method"
+        found.append((*named, type_, description))
+    # "X, a novel …" anywhere, and "dubbed X"
+    for m in _NAME.finditer(text):
+        if not _is_name_token(m.group(0)):
+            continue
+        appos = _APPOSITIVE.match(text, m.end())
+        if appos:
+            description = re.split(r"[.;]", text[appos.start():appos.start() + 160].lstrip(" ,"),
+                                   maxsplit=1)[0]
+            found.append((m.start(), m.end(), _head_type(description), description.strip(" ,")))
+    for m in _NAMING_CUE.finditer(text):
+        named = _name_at(text, m.end())
+        if named and _is_name_token(text[named[0]:named[1]].split()[0]) or (
+            named and " " in text[named[0]:named[1]]
+        ):
+            sent = d.sentence_of(m.start())
+            found.append((*named, _head_type(text[sent.start - 0:m.start()][-60:]), ""))
+    seen: set[tuple[int, int]] = set()
+    for start, end, type_, description in found:
+        name = text[start:end].strip()
+        end = start + len(name)
+        if (start, end) in seen or not name or name.lower() in ("it", "this", "them"):
+            continue
+        seen.add((start, end))
+        labels = ex.index.lookup(name)
+        concept = next((lab.concept for lab in labels if lab.type == type_), None)
+        d.candidates.append(Candidate(d.span(start, end), type_, "proposed-name", concept, 0.85))
+        if label is None:
+            label = f"{name}: {description}" if description else name
+    return label
+
+
+# ---------------------------------------------------------------- context patterns
+
+
+def _context_names(ex: Extractor, d: _Doc) -> None:
+    text = d.text
+    for m in _NAME.finditer(text):
+        token = m.group(0)
+        if not _is_name_token(token):
+            continue
+        after = text[m.end():m.end() + 40]
+        before = text[max(0, m.start() - 40):m.start()]
+        span = d.span(m.start(), m.end())
+        if _HARDWARE_CONTEXT.match(after) and re.search(r"\d", token):
+            d.candidates.append(Candidate(span, "Hardware", "context-hardware", None, 0.7))
+        elif _SIZE.search(token) or (_MODEL_AFTER.match(after) and not token.isupper()):
+            d.candidates.append(Candidate(span, "Model", "context-model", None, 0.65))
+        elif _DATASET_AFTER.match(after) or (
+            _DATASET_BEFORE.search(before) and re.search(r"\d|Bench|bench|QA$", token)
+        ):
+            d.candidates.append(Candidate(span, "Dataset", "context-dataset", None, 0.7))
+
+
+def _trained_candidates(ex: Extractor, d: _Doc) -> None:
+    doc = ex.ner(d.paper.text)
+    for ent in doc.ents:
+        if ent.label_ in ("PRODUCT", "ORG") and _is_name_token(ent.text):
+            d.candidates.append(Candidate(d.span(ent.start_char, ent.end_char), "Method",
+                                          "named-entity", None, 0.5))
+
+
+# ---------------------------------------------------------------- selection and links
+
+
+def _rank(c: Candidate) -> tuple:
+    return (-(c.span.end - c.span.start), -RULE_PRIORITY.get(c.rule, 0), c.type, c.concept or "")
+
+
+def _select(candidates: list[Candidate]) -> list[Candidate]:
+    """Longest candidate wins an overlap; then rule priority. Same span, several concepts: all."""
+    chosen: list[Candidate] = []
+    taken: list[tuple[int, int]] = []
+    for cand in sorted(candidates, key=_rank):
+        s, e = cand.span.start, cand.span.end
+        clash = [c for c in chosen if c.span.start < e and s < c.span.end]
+        if not clash:
+            chosen.append(cand)
+            taken.append((s, e))
+            continue
+        same = [c for c in clash if (c.span.start, c.span.end) == (s, e)]
+        if same and len(same) == len(clash) and all(
+            RULE_PRIORITY.get(c.rule, 0) == RULE_PRIORITY.get(cand.rule, 0) for c in same
+        ) and all(c.type == cand.type and c.concept != cand.concept for c in same):
+            chosen.append(cand)
+    return sorted(chosen, key=lambda c: (c.span.start, c.span.end, c.type, c.concept or ""))
+
+
+def _propagate(d: _Doc, chosen: list[Candidate]) -> list[Candidate]:
+    """Later uses of a defined acronym or a proposed name become mentions too."""
+    extra: list[Candidate] = []
+    for cand in chosen:
+        if cand.rule not in ("acronym-definition", "proposed-name"):
+            continue
+        surface = cand.span.text
+        flags = 0 if any(ch.isupper() for ch in surface) else re.IGNORECASE
+        pattern = re.compile(r"(?<![\w\-])" + re.escape(surface) + r"s?(?![\w\-])", flags)
+        rule = "acronym-use" if cand.rule == "acronym-definition" else "proposed-name-use"
+        for m in pattern.finditer(d.text):
+            extra.append(Candidate(d.span(m.start(), m.start() + len(surface)), cand.type, rule,
+                                   cand.concept, TYPE_CONFIDENCE[rule], cand.long_form))
+    if not extra:
+        return chosen
+    return _select([*chosen, *extra])
+
+
+def _links(d: _Doc, chosen: list[Candidate]) -> list[Link]:
+    links: list[Link] = []
+    proposed = {i for i, c in enumerate(chosen) if c.rule == "proposed-name"}
+    proposed_keys = {label_key(chosen[i].span.text) for i in proposed}
+    for i in proposed:
+        c = chosen[i]
+        links.append(Link(None, "proposes", i, d.sentence_of(c.span.start), "propose-cue", 0.85))
+    first_of: dict[tuple, int] = {}
+    for i, c in enumerate(chosen):
+        key = (c.type, c.concept or label_key(c.long_form or c.span.text))
+        first_of.setdefault(key, i)
+    for key, i in sorted(first_of.items(), key=lambda kv: kv[1]):
+        c = chosen[i]
+        is_proposed = label_key(c.span.text) in proposed_keys or i in proposed
+        if is_proposed:
+            continue
+        predicate = PREDICATE_FOR_TYPE[c.type]
+        cue = _USE_CUE if predicate in ("usesTechnique", "usesModel", "runsOn") else _EVAL_CUE
+        same = [j for j, o in enumerate(chosen)
+                if (o.type, o.concept or label_key(o.long_form or o.span.text)) == key]
+        best = next((j for j in same if cue.search(d.sentence_of(chosen[j].span.start).text)),
+                    None)
+        j = best if best is not None else i
+        evidence = d.sentence_of(chosen[j].span.start)
+        confidence = round(min(c.confidence, 0.9 if best is not None else 0.6), 2)
+        links.append(Link(None, predicate, j, evidence,
+                          f"{predicate}:{'cue' if best is not None else 'mention'}", confidence))
+    # outperforms / extends inside one sentence: proposed (or first Method) → later entity
+    for start, end in d.sentences:
+        sentence = d.text[start:end]
+        in_sent = [i for i, c in enumerate(chosen) if start <= c.span.start < end]
+        for regex, predicate in ((_OUTPERFORM, "outperforms"), (_EXTEND, "extends")):
+            m = regex.search(sentence)
+            if not m:
+                continue
+            pivot = start + m.start()
+            subjects = [i for i in in_sent if chosen[i].span.end <= pivot
+                        and chosen[i].type in ("Method", "Model")]
+            subject = subjects[-1] if subjects else next(iter(sorted(proposed)), None)
+            if subject is None:
+                continue
+            for j in in_sent:
+                o = chosen[j]
+                if o.span.start < start + m.end() or o.type not in ("Method", "Model"):
+                    continue
+                gap = d.text[start + m.end():o.span.start]
+                if re.search(r"\b(?:in|on|across|using|for|with|of)\s+(?:the\s+)?$", gap) or \
+                        label_key(o.span.text) == label_key(chosen[subject].span.text):
+                    continue
+                links.append(Link(subject, predicate, j, d.span(start, end), f"{predicate}-cue",
+                                  0.7))
+                if predicate == "extends":
+                    break
+    return links
+
+
+def relabel(paper: Paper, extraction: Extraction) -> Paper:
+    """An untitled paper's label from what it proposes ("LOTOS: a new training paradigm…")."""
+    if paper.title or not extraction.label:
+        return paper
+    label = " ".join(extraction.label.split())
+    if len(label) > 90:
+        label = label[:89].rsplit(" ", 1)[0] + "…"
+    return replace(paper, label=label)

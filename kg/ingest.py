@@ -1,0 +1,320 @@
+"""Read papers from files: plain text, JSON Lines, JSON arrays, CSV/TSV, or stdin.
+
+Every paper gets a stable id (the given ``id``, else ``p-`` + a content hash of the normalised
+abstract). Bad records are skipped and reported as ``Skip`` s — one bad record never stops a run.
+
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "papers.jsonl"
+>>> _ = path.write_text('{"id": "a", "abstract": "We propose X."}\\n{"id": "a"}\\n')
+>>> result = read_inputs([path])
+>>> [p.id for p in result.papers], len(result.skipped)
+(['a'], 1)
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kg.errors import InputError
+from kg.model import Paper, Skip
+
+FORMATS = ("auto", "text", "jsonl", "json", "csv", "tsv")
+
+# Column layouts of the headerless OpenReview scraper TSVs (github.com/dotd/NeurIPS2024Scrape).
+OPENREVIEW_LAYOUTS: dict[int, tuple[str, ...]] = {
+    9: ("title", "authors", "keywords", "primary_area", "venue", "pdf", "supplementary_material",
+        "tldr", "abstract"),
+    11: ("id", "title", "authors", "keywords", "primary_area", "venue", "pdf",
+         "supplementary_material", "tldr", "spotlight", "abstract"),
+}
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How to read inputs; column names apply to CSV/TSV and to JSON keys."""
+
+    format: str = "auto"
+    id_field: str = "id"
+    title_field: str = "title"
+    abstract_field: str = "abstract"
+    encoding: str = "utf-8-sig"
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    papers: tuple[Paper, ...]
+    skipped: tuple[Skip, ...] = ()
+    notices: tuple[str, ...] = field(default=())
+
+
+def normalise_abstract(text: str) -> str:
+    """Collapse whitespace so the content hash ignores layout."""
+    return " ".join(text.split())
+
+
+def content_id(abstract: str) -> str:
+    """A stable id from the abstract's content.
+
+    >>> content_id("We  propose X.") == content_id("We propose X.")
+    True
+    """
+    digest = hashlib.sha256(normalise_abstract(abstract).encode("utf-8")).hexdigest()
+    return "p-" + digest[:12]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def provisional_label(abstract: str, limit: int = 80) -> str:
+    """A readable label for an untitled paper: its first sentence, shortened.
+
+    >>> provisional_label("We study caching. It helps.")
+    'We study caching.'
+    """
+    first = _SENTENCE_END.split(normalise_abstract(abstract), maxsplit=1)[0]
+    if len(first) <= limit:
+        return first
+    return first[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _split_list(value: object) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, list | tuple):
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    return tuple(v.strip() for v in re.split(r"[;|]", str(value)) if v.strip())
+
+
+def _year(value: object, where: str, notices: list[str]) -> int | None:
+    if value in (None, ""):
+        return None
+    match = re.search(r"\b(19|20)\d{2}\b", str(value))
+    if match:
+        return int(match.group(0))
+    notices.append(f"{where}: year {value!r} is not a year; left empty")
+    return None
+
+
+def _paper_from_record(
+    record: dict, where: str, opts: IngestOptions, notices: list[str]
+) -> Paper | Skip:
+    abstract = record.get(opts.abstract_field)
+    if not isinstance(abstract, str) or not abstract.strip():
+        return Skip(where, f"record has no {opts.abstract_field!r} text; add one or remove the "
+                    "record (use --abstract-field if the column has another name)")
+    abstract = abstract.strip()
+    title = record.get(opts.title_field)
+    title = " ".join(str(title).split()) if title not in (None, "") else None
+    given = record.get(opts.id_field)
+    paper_id = str(given).strip() if given not in (None, "") else content_id(abstract)
+    venue = record.get("venue")
+    year = _year(record.get("year"), where, notices)
+    if year is None and venue:
+        match = re.search(r"\b(19|20)\d{2}\b", str(venue))
+        year = int(match.group(0)) if match else None
+    url = record.get("url") or (given if str(given or "").startswith("http") else None)
+    return Paper(
+        id=paper_id,
+        abstract=abstract,
+        title=title,
+        label=title or provisional_label(abstract),
+        authors=_split_list(record.get("authors")),
+        keywords=_split_list(record.get("keywords")),
+        venue=str(venue).strip() if venue else None,
+        year=year,
+        url=str(url) if url else None,
+        source=where,
+    )
+
+
+def _records_text(name: str, text: str) -> Iterator[tuple[str, dict]]:
+    """Paragraphs separated by blank lines; a short first line without a full stop is a header."""
+    lines = text.splitlines()
+    paragraph: list[str] = []
+    start = 0
+    first = True
+    for number, line in enumerate([*lines, ""], start=1):
+        if line.strip():
+            if not paragraph:
+                start = number
+            paragraph.append(line.strip())
+            continue
+        if paragraph:
+            body = " ".join(paragraph)
+            is_header = first and len(paragraph) == 1 and len(body) < 100 and not body.endswith(".")
+            first = False
+            if not is_header:
+                yield f"{name}:{start}", {"abstract": body}
+            paragraph = []
+
+
+def _records_jsonl(name: str, text: str) -> Iterator[tuple[str, dict | Skip]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{name}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield where, Skip(where, f"malformed JSON ({exc.msg} at column {exc.colno}); "
+                              "fix the line or remove it")
+            continue
+        if not isinstance(record, dict):
+            yield where, Skip(where, "expected a JSON object per line")
+            continue
+        yield where, record
+
+
+def _records_json(name: str, text: str) -> Iterator[tuple[str, dict | Skip]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}:{exc.lineno}: malformed JSON ({exc.msg}); fix the file "
+                         "(one JSON array of objects, or JSON Lines with --format jsonl)") from exc
+    if isinstance(data, dict):
+        data = data.get("papers", data.get("records"))
+    if not isinstance(data, list):
+        raise InputError(f"{name}: expected a JSON array of paper objects (or {{'papers': [...]}})")
+    for index, record in enumerate(data):
+        where = f"{name}:record {index + 1}"
+        if isinstance(record, dict):
+            yield where, record
+        else:
+            yield where, Skip(where, "expected a JSON object")
+
+
+def _records_delimited(
+    name: str, text: str, delimiter: str, opts: IngestOptions, notices: list[str]
+) -> Iterator[tuple[str, dict | Skip]]:
+    csv.field_size_limit(sys.maxsize)
+    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
+                      quoting=csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL)
+    header = next(rows, None)
+    if header is None:
+        return
+    header = [h.strip() for h in header]
+    lowered = [h.casefold() for h in header]
+    body_start = 2
+    if opts.abstract_field.casefold() not in lowered:
+        layout = OPENREVIEW_LAYOUTS.get(len(header))
+        if delimiter == "\t" and layout and opts.abstract_field == "abstract":
+            notices.append(f"{name}: no header row; read as the OpenReview scraper layout "
+                           f"({len(header)} columns)")
+            rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
+                              quoting=csv.QUOTE_NONE)
+            lowered, body_start = list(layout), 1
+        else:
+            raise InputError(
+                f"{name}:1: no {opts.abstract_field!r} column (columns: {', '.join(header)}); "
+                "pass --abstract-field NAME"
+            )
+    for number, row in enumerate(rows, start=body_start):
+        where = f"{name}:{number}"
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(lowered):
+            yield where, Skip(where, f"has {len(row)} fields, the header has {len(lowered)}; "
+                              "check quoting/delimiters on this line")
+            continue
+        yield where, dict(zip(lowered, row, strict=True))
+
+
+def detect_format(name: str, text: str) -> str:
+    """Pick a format from the file extension, else from the content."""
+    suffix = Path(name).suffix.lower()
+    by_suffix = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv",
+                 ".tsv": "tsv", ".txt": "text", ".md": "text"}
+    if suffix in by_suffix:
+        return by_suffix[suffix]
+    head = text.lstrip()[:1]
+    if head == "[":
+        return "json"
+    if head == "{":
+        return "jsonl"
+    return "text"
+
+
+def _read_text(source: str | Path, opts: IngestOptions) -> tuple[str, str]:
+    if str(source) == "-":
+        data = sys.stdin.buffer.read()
+        name = "<stdin>"
+    else:
+        path = Path(source)
+        name = str(path)
+        if path.is_dir():
+            raise InputError(f"{name}: is a directory; pass the files inside it")
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise InputError(f"{name}: no such file") from exc
+        except OSError as exc:
+            raise InputError(f"{name}: cannot read ({exc.strerror}); check permissions") from exc
+    try:
+        return name, data.decode(opts.encoding)
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"{name}:{line}: not valid {opts.encoding} (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); convert it (e.g. `iconv -f latin1 -t utf-8`) or pass --encoding"
+        ) from exc
+
+
+def read_source(source: str | Path, opts: IngestOptions = IngestOptions()) -> IngestResult:
+    """Read one file (or ``-``); raises InputError when the file as a whole is unusable."""
+    name, text = _read_text(source, opts)
+    fmt = opts.format if opts.format != "auto" else detect_format(name, text)
+    notices: list[str] = []
+    records: Iterable[tuple[str, dict | Skip]]
+    if fmt == "text":
+        records = _records_text(name, text)
+        text_opts = IngestOptions(abstract_field="abstract")
+    elif fmt == "jsonl":
+        records, text_opts = _records_jsonl(name, text), opts
+    elif fmt == "json":
+        records, text_opts = _records_json(name, text), opts
+    elif fmt in ("csv", "tsv"):
+        delimiter = "\t" if fmt == "tsv" else ","
+        records, text_opts = _records_delimited(name, text, delimiter, opts, notices), opts
+    else:
+        raise InputError(f"unknown input format {fmt!r}; use one of {', '.join(FORMATS)}")
+    papers: list[Paper] = []
+    skipped: list[Skip] = []
+    for where, record in records:
+        item = record if isinstance(record, Skip) else _paper_from_record(
+            record, where, text_opts, notices)
+        (skipped if isinstance(item, Skip) else papers).append(item)  # type: ignore[arg-type]
+    return IngestResult(tuple(papers), tuple(skipped), tuple(notices))
+
+
+def read_inputs(
+    sources: Sequence[str | Path], opts: IngestOptions = IngestOptions()
+) -> IngestResult:
+    """Read every source; unusable files and records become skips; duplicate ids are skipped."""
+    papers: list[Paper] = []
+    skipped: list[Skip] = []
+    notices: list[str] = []
+    seen: dict[str, str] = {}
+    for source in sources:
+        try:
+            result = read_source(source, opts)
+        except InputError as exc:
+            skipped.append(Skip(str(source), f"whole file skipped: {exc}"))
+            continue
+        skipped.extend(result.skipped)
+        notices.extend(result.notices)
+        for paper in result.papers:
+            if paper.id in seen:
+                skipped.append(Skip(paper.source, f"duplicate id {paper.id!r} (first at "
+                                    f"{seen[paper.id]}); give each record a unique id"))
+                continue
+            seen[paper.id] = paper.source
+            papers.append(paper)
+    return IngestResult(tuple(papers), tuple(skipped), tuple(notices))

@@ -1,0 +1,108 @@
+"""The extraction JSONL contract: one object per paper, in input order.
+
+``{"paper": {...}, "entities": [{id, type, name, aliases, concept, mentions}], "relations":
+[{subject, predicate, object, evidence: {text, start, end}, rule, confidence}]}``
+
+>>> import io as _io
+>>> from kg.pipeline import run
+>>> buf = _io.StringIO()
+>>> write_jsonl(run(["examples/iclr2025-seed.txt"]), buf)
+>>> buf.getvalue().count("\\n")
+19
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TextIO
+
+from kg.errors import InputError
+from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
+
+
+def _span(s: Span) -> dict:
+    return {"text": s.text, "start": s.start, "end": s.end}
+
+
+def result_to_dict(result: PaperResult, entities: dict[str, Entity]) -> dict:
+    out_entities = []
+    for eid, spans in result.mentions:
+        e = entities[eid]
+        out_entities.append({
+            "id": e.id, "type": e.type, "name": e.name, "aliases": list(e.aliases),
+            "concept": e.concept, "mentions": [_span(s) for s in spans],
+        })
+    relations = [{
+        "subject": r.subject, "predicate": r.predicate, "object": r.object,
+        "evidence": _span(r.evidence), "rule": r.rule, "confidence": r.confidence,
+    } for r in result.relations]
+    return {"paper": result.paper.metadata(), "entities": out_entities, "relations": relations}
+
+
+def write_jsonl(corpus: Corpus, fh: TextIO) -> None:
+    """Write the contract, deterministically (stable key order, no timestamps)."""
+    for result in corpus.results:
+        fh.write(json.dumps(result_to_dict(result, corpus.entities), ensure_ascii=False) + "\n")
+
+
+def _paper(data: dict) -> Paper:
+    return Paper(
+        id=data["id"], abstract=data.get("abstract", ""), title=data.get("title"),
+        label=data.get("label") or "", authors=tuple(data.get("authors", ())),
+        keywords=tuple(data.get("keywords", ())), venue=data.get("venue"),
+        year=data.get("year"), url=data.get("url"),
+    )
+
+
+def read_jsonl(path: Path) -> Corpus:
+    """Read a file written by ``write_jsonl`` back into a Corpus."""
+    results: list[PaperResult] = []
+    entities: dict[str, Entity] = {}
+    with Path(path).open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                paper = _paper(data["paper"])
+                mentions = []
+                for e in data["entities"]:
+                    entities.setdefault(e["id"], Entity(e["id"], e["type"], e["name"],
+                                                        tuple(e["aliases"]), e["concept"]))
+                    mentions.append((e["id"], tuple(Span(m["text"], m["start"], m["end"])
+                                                    for m in e["mentions"])))
+                relations = tuple(
+                    Relation(r["subject"], r["predicate"], r["object"],
+                             Span(r["evidence"]["text"], r["evidence"]["start"],
+                                  r["evidence"]["end"]), r["rule"], r["confidence"])
+                    for r in data["relations"])
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise InputError(f"{path}:{number}: not a kg extraction record ({exc}); "
+                                 "regenerate it with `kg extract --format jsonl`") from exc
+            results.append(PaperResult(paper, tuple(mentions), relations))
+    return Corpus(tuple(results), dict(sorted(entities.items())))
+
+
+def merge_corpora(corpora: Iterable[Corpus]) -> Corpus:
+    """Concatenate corpora (ids are stable, so shared entities coincide); later duplicates drop."""
+    results: list[PaperResult] = []
+    entities: dict[str, Entity] = {}
+    seen: set[str] = set()
+    skipped = []
+    for corpus in corpora:
+        skipped.extend(corpus.skipped)
+        for result in corpus.results:
+            if result.paper.id not in seen:
+                seen.add(result.paper.id)
+                results.append(result)
+        for eid, e in corpus.entities.items():
+            if eid in entities:
+                old = entities[eid]
+                aliases = tuple(sorted(set(old.aliases) | set(e.aliases),
+                                       key=lambda s: (s.casefold(), s)))
+                entities[eid] = Entity(eid, e.type, old.name, aliases, old.concept or e.concept)
+            else:
+                entities[eid] = e
+    return Corpus(tuple(results), dict(sorted(entities.items())), tuple(skipped))

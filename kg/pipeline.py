@@ -1,0 +1,147 @@
+"""The whole run: ingest → extract → resolve, with optional worker processes.
+
+>>> corpus = run(["examples/iclr2025-seed.txt"])
+>>> len(corpus), corpus.skipped
+(19, ())
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+from kg.errors import InputError, StrictModeError
+from kg.ingest import IngestOptions, read_inputs
+from kg.model import Corpus, Extraction, Paper, Skip
+
+_WORKER = None  # the per-process Extractor
+
+
+def _init_worker() -> None:
+    global _WORKER
+    from kg.extract import Extractor
+
+    _WORKER = Extractor()
+
+
+def _extract_chunk(papers: list[Paper]) -> list[Extraction]:
+    return list(_WORKER.extract(papers))  # type: ignore[union-attr]
+
+
+def _chunks(items: Sequence[Paper], size: int) -> Iterator[list[Paper]]:
+    for i in range(0, len(items), size):
+        yield list(items[i:i + size])
+
+
+def extract_all(
+    papers: Sequence[Paper],
+    workers: int = 1,
+    on_progress: Callable[[int], None] | None = None,
+) -> list[Extraction]:
+    """Extract every paper, in input order; ``workers > 1`` uses that many processes."""
+    from kg.extract import Extractor
+
+    out: list[Extraction] = []
+    chunk = 50
+    if workers <= 1 or len(papers) < 2 * chunk:
+        extractor = Extractor()
+        for part in _chunks(papers, chunk):
+            out.extend(extractor.extract(part))
+            if on_progress:
+                on_progress(len(part))
+        return out
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
+    with ctx.Pool(workers, initializer=_init_worker) as pool:
+        for part in pool.imap(_extract_chunk, _chunks(papers, chunk)):
+            out.extend(part)
+            if on_progress:
+                on_progress(len(part))
+    return out
+
+
+def run(
+    inputs: Sequence[str | Path],
+    *,
+    strict: bool = False,
+    workers: int = 1,
+    progress: bool = False,
+    options: IngestOptions = IngestOptions(),
+    notices: list[str] | None = None,
+) -> Corpus:
+    """Ingest, extract and resolve ``inputs``; skipped records are kept on ``Corpus.skipped``.
+
+    With ``strict=True`` any skip raises StrictModeError instead.
+    """
+    from kg.resolve import resolve
+
+    ingested = read_inputs(inputs, options)
+    if notices is not None:
+        notices.extend(ingested.notices)
+    if strict and ingested.skipped:
+        details = "\n".join(f"  {s.source}: {s.reason}" for s in ingested.skipped[:20])
+        raise StrictModeError(f"{len(ingested.skipped)} record(s) skipped (--strict):\n{details}")
+    if not ingested.papers:
+        details = "\n".join(f"  {s.source}: {s.reason}" for s in ingested.skipped[:20])
+        raise InputError("no papers to process" + (f":\n{details}" if details else
+                                                    " (the inputs are empty)"))
+    if progress:
+        import click
+
+        with click.progressbar(length=len(ingested.papers), label="extracting",
+                               file=sys.stderr) as bar:
+            extractions = extract_all(ingested.papers, workers, bar.update)
+    else:
+        extractions = extract_all(ingested.papers, workers)
+    return resolve(extractions, skipped=ingested.skipped)
+
+
+def is_extraction_file(path: Path) -> bool:
+    """True when ``path`` is a kg extraction JSONL (first object has "paper" and "entities")."""
+    import json
+
+    if path.suffix.lower() not in (".jsonl", ".ndjson") or not path.is_file():
+        return False
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    first = json.loads(line)
+                except json.JSONDecodeError:
+                    return False
+                return isinstance(first, dict) and "paper" in first and "entities" in first
+    return False
+
+
+def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
+    """A Corpus from extraction JSONL files / export dirs (read back) or raw inputs (run).
+
+    >>> load_corpus(["examples/iclr2025-seed.txt"]).results[0].paper.label[:5]
+    'LOTOS'
+    """
+    from kg.io import merge_corpora, read_jsonl
+
+    raw: list[str | Path] = []
+    loaded: list[Corpus] = []
+    for item in inputs:
+        path = Path(item)
+        if str(item) != "-" and path.is_dir():
+            if not (path / "extraction.jsonl").is_file():
+                raise InputError(f"{path}: no extraction.jsonl here; run `kg build ... -o {path}`")
+            loaded.append(read_jsonl(path / "extraction.jsonl"))
+        elif str(item) != "-" and is_extraction_file(path):
+            loaded.append(read_jsonl(path))
+        else:
+            raw.append(item)
+    if raw:
+        loaded.append(run(raw, **kwargs))
+    if not loaded:
+        raise InputError("no inputs given")
+    return loaded[0] if len(loaded) == 1 else merge_corpora(loaded)
+
+
+def default_workers() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
