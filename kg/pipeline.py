@@ -19,11 +19,11 @@ from kg.model import Corpus, Extraction, Paper, Skip
 _WORKER = None  # the per-process Extractor
 
 
-def _init_worker() -> None:
+def _init_worker(trained_model: str | None) -> None:
     global _WORKER
     from kg.extract import Extractor
 
-    _WORKER = Extractor()
+    _WORKER = Extractor(trained_model=trained_model)
 
 
 def _extract_chunk(papers: list[Paper]) -> list[Extraction]:
@@ -39,6 +39,7 @@ def extract_all(
     papers: Sequence[Paper],
     workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
+    trained_model: str | None = None,
 ) -> list[Extraction]:
     """Extract every paper, in input order; ``workers > 1`` uses that many processes."""
     from kg.extract import Extractor
@@ -46,7 +47,7 @@ def extract_all(
     out: list[Extraction] = []
     chunk = 50
     if workers <= 1 or len(papers) < 2 * chunk:
-        extractor = Extractor()
+        extractor = Extractor(trained_model=trained_model)
         for part in _chunks(papers, chunk):
             out.extend(extractor.extract(part))
             if on_progress:
@@ -55,7 +56,7 @@ def extract_all(
     import multiprocessing as mp
 
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
-    with ctx.Pool(workers, initializer=_init_worker) as pool:
+    with ctx.Pool(workers, initializer=_init_worker, initargs=(trained_model,)) as pool:
         for part in pool.imap(_extract_chunk, _chunks(papers, chunk)):
             out.extend(part)
             if on_progress:
@@ -71,6 +72,7 @@ def run(
     progress: bool = False,
     options: IngestOptions = IngestOptions(),
     notices: list[str] | None = None,
+    trained_model: str | None = None,
 ) -> Corpus:
     """Ingest, extract and resolve ``inputs``; skipped records are kept on ``Corpus.skipped``.
 
@@ -93,9 +95,9 @@ def run(
 
         with click.progressbar(length=len(ingested.papers), label="extracting",
                                file=sys.stderr) as bar:
-            extractions = extract_all(ingested.papers, workers, bar.update)
+            extractions = extract_all(ingested.papers, workers, bar.update, trained_model)
     else:
-        extractions = extract_all(ingested.papers, workers)
+        extractions = extract_all(ingested.papers, workers, trained_model=trained_model)
     return resolve(extractions, skipped=ingested.skipped)
 
 

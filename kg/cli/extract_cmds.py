@@ -1,0 +1,109 @@
+"""``kg extract`` and ``kg eval``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from kg.cli.common import input_options, report_skips, show_progress
+
+
+@click.command()
+@input_options
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "table"]), default="table",
+              show_default=True, help="jsonl: the output contract; table: a readable summary.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="Write here instead of stdout.")
+@click.option("--spacy-model", default=None,
+              help="An installed trained spaCy pipeline that may add candidates (optional).")
+def extract(inputs, ingest, strict, workers, fmt, output, spacy_model):
+    """Extract entities and relations from abstracts.
+
+    Offsets index into the paper's ``title + "\\n" + abstract`` when it has a title, else into
+    the abstract. Skipped records are listed on stderr (``--strict`` makes them fatal).
+
+    \b
+    Examples:
+      kg extract examples/iclr2025-seed.txt
+      kg extract papers.jsonl --format jsonl -o extraction.jsonl
+      cat papers.csv | kg extract - --input-format csv --abstract-field summary
+    """
+    from kg.io import write_jsonl
+    from kg.pipeline import run
+
+    notices: list[str] = []
+    corpus = run(inputs, strict=strict, workers=workers, progress=show_progress(),
+                 options=ingest, notices=notices, trained_model=spacy_model)
+    report_skips(corpus, notices)
+    out = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
+    try:
+        if fmt == "jsonl":
+            write_jsonl(corpus, out)
+        else:
+            _table(corpus, out)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+
+def _table(corpus, out) -> None:
+    for result in corpus.results:
+        out.write(f"{result.paper.id}  {result.paper.label}\n")
+        proposed = {r.object for r in result.relations if r.predicate == "proposes"}
+        for eid, spans in result.mentions:
+            e = corpus.entities[eid]
+            mark = " (proposed)" if eid in proposed else ""
+            out.write(f"  {e.type:<9} {e.name}{mark}  ×{len(spans)}\n")
+        out.write("\n")
+    types = Counter(e.type for e in corpus.entities.values())
+    predicates = Counter(r.predicate for r in corpus.relations())
+    out.write(f"{len(corpus)} papers, {len(corpus.entities)} entities ("
+              + ", ".join(f"{t} {n}" for t, n in sorted(types.items())) + "), "
+              + f"{sum(predicates.values())} relations\n")
+
+
+@click.command("eval")
+@click.argument("gold", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--corpora", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory with the corpora that gold records refer to "
+                   "(default: $KG_CORPORA, else a shared/corpora dir above the gold file).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@click.option("-v", "--verbose", is_flag=True, help="List missed and spurious entities per paper.")
+@click.option("--fail-under", type=float, default=None,
+              help="Exit 1 when overall F1 is below this value (for CI).")
+def eval_cmd(gold, corpora, fmt, verbose, fail_under):
+    """Score the extractor against an annotated gold set (precision, recall, F1).
+
+    Matching is lenient (any surface form, per paper, same type); borderline gold entities are
+    neither misses nor false positives. Also scores "these two papers share a technique".
+
+    \b
+    Example:
+      kg eval tests/data/dev-gold.jsonl -v
+    """
+    from kg.evaluate import evaluate
+
+    report = evaluate(gold, corpora)
+    if fmt == "json":
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        click.echo(f"{'type':<10} {'P':>6} {'R':>6} {'F1':>6} {'TP':>5} {'FN':>5} {'FP':>5}")
+        rows = [*report.per_type.items(), ("overall", report.overall),
+                ("pairs", report.pairs)]
+        for name, c in rows:
+            click.echo(f"{name:<10} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} "
+                       f"{c.tp:5d} {c.fn:5d} {c.fp:5d}")
+        click.echo("(pairs = paper pairs sharing a technique)")
+        if verbose:
+            for paper in report.errors:
+                if paper["missed"] or paper["spurious"]:
+                    click.echo(f"\n{paper['paper']}")
+                    click.echo("  missed:   " + "; ".join(paper["missed"]))
+                    click.echo("  spurious: " + "; ".join(paper["spurious"]))
+    if fail_under is not None and report.overall.f1 < fail_under:
+        raise click.ClickException(f"overall F1 {report.overall.f1:.3f} < {fail_under}")

@@ -1,0 +1,204 @@
+"""Score the extractor against an annotated gold set (``kg eval``).
+
+Gold JSONL, one paper per line: ``{"abstract": ...}`` inline (optionally ``"title"``), or a
+``"source": {"corpus", "file", "line"}`` reference into a corpora directory (for corpora whose
+licence forbids copying the text), plus ``"entities": [{"type", "name", "surface": [...],
+"core": bool}]``.
+
+Matching is lenient and per paper: a predicted entity matches a gold entity of the same type when
+any of its surface forms (name, aliases, mention texts) equals any gold surface form, ignoring
+case, hyphens, spaces and a plural -s. Borderline gold entities (``core: false``) are neither
+misses nor false positives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kg.errors import InputError
+from kg.extract import label_key, singular_phrase
+from kg.model import ENTITY_TYPES, Corpus, Paper
+
+
+@dataclass(frozen=True)
+class GoldEntity:
+    type: str
+    name: str
+    surfaces: frozenset[str]
+    core: bool
+
+
+@dataclass(frozen=True)
+class GoldPaper:
+    paper: Paper
+    entities: tuple[GoldEntity, ...]
+
+
+@dataclass
+class Counts:
+    tp: int = 0  # gold core entities found
+    fn: int = 0  # gold core entities missed
+    tp_pred: int = 0  # predicted entities that match a gold core entity
+    fp: int = 0  # predicted entities matching no gold entity
+
+    @property
+    def precision(self) -> float:
+        return self.tp_pred / (self.tp_pred + self.fp) if self.tp_pred + self.fp else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+
+@dataclass
+class Report:
+    per_type: dict[str, Counts] = field(default_factory=dict)
+    overall: Counts = field(default_factory=Counts)
+    pairs: Counts = field(default_factory=Counts)
+    errors: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        def row(c: Counts) -> dict:
+            return {"precision": round(c.precision, 4), "recall": round(c.recall, 4),
+                    "f1": round(c.f1, 4), "tp": c.tp, "fn": c.fn, "fp": c.fp}
+        return {"overall": row(self.overall),
+                "per_type": {t: row(c) for t, c in self.per_type.items()},
+                "shared_technique_pairs": row(self.pairs), "papers": self.errors}
+
+
+def _norm(text: str) -> str:
+    return label_key(singular_phrase(text.strip()))
+
+
+def find_corpora(gold_path: Path) -> Path | None:
+    if os.environ.get("KG_CORPORA"):
+        return Path(os.environ["KG_CORPORA"])
+    for parent in gold_path.resolve().parents:
+        for candidate in (parent / "shared" / "corpora", parent.parent / "shared" / "corpora"):
+            if candidate.is_dir():
+                return candidate
+    return None
+
+
+def _source_text(source: dict, corpora: Path | None, where: str) -> tuple[str | None, str]:
+    if corpora is None:
+        raise InputError(f"{where}: the record refers to {source.get('corpus')}/"
+                         f"{source.get('file')} but no corpora directory was found; pass "
+                         "--corpora DIR or set KG_CORPORA")
+    path = corpora / source["corpus"] / source["file"]
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        fields = lines[int(source["line"]) - 1].split("\t")
+    except (OSError, IndexError, ValueError) as exc:
+        raise InputError(f"{where}: cannot read line {source.get('line')} of {path} ({exc})") \
+            from exc
+    if len(fields) == 9:
+        return fields[0], fields[8]
+    if len(fields) == 11:
+        return fields[1], fields[10]
+    raise InputError(f"{where}: {path}:{source['line']} has {len(fields)} fields, expected 9/11")
+
+
+def load_gold(path: Path, corpora: Path | None = None) -> list[GoldPaper]:
+    corpora = corpora or find_corpora(path)
+    papers: list[GoldPaper] = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{where}: malformed JSON ({exc.msg})") from exc
+        if "abstract" in record:
+            title, abstract = record.get("title"), record["abstract"]
+        else:
+            title, abstract = _source_text(record.get("source", {}), corpora, where)
+            if record.get("sha1") and hashlib.sha1(abstract.encode()).hexdigest() != \
+                    record["sha1"]:
+                raise InputError(f"{where}: the source abstract changed (sha1 mismatch)")
+        entities = []
+        for e in record.get("entities", []):
+            if e.get("type") not in ENTITY_TYPES:
+                raise InputError(f"{where}: entity {e.get('name')!r} has type {e.get('type')!r};"
+                                 f" use one of {', '.join(ENTITY_TYPES)}")
+            surfaces = frozenset(_norm(s) for s in [e["name"], *e.get("surface", [])] if s)
+            entities.append(GoldEntity(e["type"], e["name"], surfaces, bool(e.get("core", True))))
+        paper = Paper(id=f"gold-{number}", abstract=abstract.strip(), title=title or None,
+                      label=title or "", source=where)
+        papers.append(GoldPaper(paper, tuple(entities)))
+    return papers
+
+
+def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
+    """Per-type and overall precision/recall/F1, and pairwise shared-technique P/R."""
+    report = Report(per_type={t: Counts() for t in ENTITY_TYPES})
+    predicted_techniques: list[set[str]] = []
+    gold_techniques: list[set[str]] = []
+    for g, result in zip(gold, corpus.results, strict=True):
+        predicted = []
+        for eid, spans in result.mentions:
+            e = corpus.entities[eid]
+            forms = {_norm(s) for s in (e.name, *e.aliases, *(s.text for s in spans))}
+            predicted.append((e, forms))
+        missed, spurious = [], []
+        for ge in g.entities:
+            hit = any(e.type == ge.type and forms & ge.surfaces for e, forms in predicted)
+            if ge.core:
+                c = report.per_type[ge.type]
+                if hit:
+                    c.tp += 1
+                else:
+                    c.fn += 1
+                    missed.append(f"{ge.type}:{ge.name}")
+        for e, forms in predicted:
+            matches = [ge for ge in g.entities if ge.type == e.type and forms & ge.surfaces]
+            c = report.per_type[e.type]
+            if any(ge.core for ge in matches):
+                c.tp_pred += 1
+            elif not matches:
+                c.fp += 1
+                spurious.append(f"{e.type}:{e.name}")
+        report.errors.append({"paper": g.paper.source, "missed": missed, "spurious": spurious})
+        predicted_techniques.append({e.id for e, _ in predicted if e.type == "Technique"})
+        gold_techniques.append({ge.name.casefold() for ge in g.entities if ge.type == "Technique"})
+    for c in report.per_type.values():
+        for attr in ("tp", "fn", "tp_pred", "fp"):
+            setattr(report.overall, attr, getattr(report.overall, attr) + getattr(c, attr))
+    pairs = defaultdict(int)
+    for i, j in itertools.combinations(range(len(gold)), 2):
+        g_share = bool(gold_techniques[i] & gold_techniques[j])
+        p_share = bool(predicted_techniques[i] & predicted_techniques[j])
+        pairs[(g_share, p_share)] += 1
+    report.pairs.tp = report.pairs.tp_pred = pairs[(True, True)]
+    report.pairs.fn = pairs[(True, False)]
+    report.pairs.fp = pairs[(False, True)]
+    return report
+
+
+def evaluate(path: Path, corpora: Path | None = None) -> Report:
+    """Load the gold file, run the pipeline on its papers, and score.
+
+    >>> r = evaluate(Path("tests/data/seed-gold.jsonl"))  # doctest: +SKIP
+    """
+    from kg.pipeline import extract_all
+    from kg.resolve import resolve
+
+    gold = load_gold(path, corpora)
+    corpus = resolve(extract_all([g.paper for g in gold]))
+    return score(gold, corpus)
