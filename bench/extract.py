@@ -1,0 +1,72 @@
+"""Benchmark: extraction throughput and peak memory on the ICLR+ICML 2024 abstracts.
+
+    .venv/bin/python bench/extract.py [--workers 2] [--corpora ../shared/corpora]
+
+Prints abstracts/second for 1 worker and for --workers N (and the ratio), plus peak RSS.
+One run each; figures, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+from kg.ingest import read_inputs
+from kg.pipeline import extract_all
+from kg.resolve import resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = ("ICLR_cc_2024_Conference.tsv", "ICML_cc_2024_Conference.tsv")
+
+
+def peak_mb() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=0)
+    args = parser.parse_args()
+    paths = [args.corpora / "openreview-2024" / name for name in FILES]
+    papers = read_inputs(paths).papers
+    if args.limit:
+        papers = papers[: args.limit]
+    print(f"{len(papers)} abstracts from {', '.join(FILES)}")
+
+    from kg.extract import Extractor
+
+    t0 = time.perf_counter()
+    Extractor()
+    print(f"pipeline build (vocabulary + matchers): {time.perf_counter() - t0:.2f} s")
+
+    t0 = time.perf_counter()
+    extractions = extract_all(papers, workers=1)
+    single = time.perf_counter() - t0
+    rate1 = len(papers) / single
+    print(f"1 worker:  {single:6.2f} s  {rate1:7.1f} abstracts/s")
+
+    t0 = time.perf_counter()
+    corpus = resolve(extractions)
+    print(f"resolve:   {time.perf_counter() - t0:6.2f} s  ({len(corpus.entities)} entities, "
+          f"{sum(len(r.relations) for r in corpus.results)} relations)")
+
+    if args.workers > 1:
+        t0 = time.perf_counter()
+        extract_all(papers, workers=args.workers)
+        multi = time.perf_counter() - t0
+        rate_n = len(papers) / multi
+        print(f"{args.workers} workers: {multi:6.2f} s  {rate_n:7.1f} abstracts/s  "
+              f"(x{rate_n / rate1:.2f} of one worker)")
+    print(f"peak memory (max RSS of this process or a worker): {peak_mb():.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
