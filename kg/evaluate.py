@@ -149,7 +149,7 @@ def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
     """Per-type and overall precision/recall/F1, and pairwise shared-technique P/R."""
     report = Report(per_type={t: Counts() for t in ENTITY_TYPES})
     predicted_techniques: list[set[str]] = []
-    gold_techniques: list[set[str]] = []
+    gold_techniques: list[tuple[set[str], set[str]]] = []  # (core names, all names)
     for g, result in zip(gold, corpus.results, strict=True):
         predicted = []
         for eid, spans in result.mentions:
@@ -176,13 +176,18 @@ def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
                 spurious.append(f"{e.type}:{e.name}")
         report.errors.append({"paper": g.paper.source, "missed": missed, "spurious": spurious})
         predicted_techniques.append({e.id for e, _ in predicted if e.type == "Technique"})
-        gold_techniques.append({ge.name.casefold() for ge in g.entities if ge.type == "Technique"})
+        gold_techniques.append(({ge.name.casefold() for ge in g.entities
+                                 if ge.type == "Technique" and ge.core},
+                                {ge.name.casefold() for ge in g.entities if ge.type == "Technique"}))
     for c in report.per_type.values():
         for attr in ("tp", "fn", "tp_pred", "fp"):
             setattr(report.overall, attr, getattr(report.overall, attr) + getattr(c, attr))
     pairs = defaultdict(int)
     for i, j in itertools.combinations(range(len(gold)), 2):
-        g_share = bool(gold_techniques[i] & gold_techniques[j])
+        (core_i, all_i), (core_j, all_j) = gold_techniques[i], gold_techniques[j]
+        g_share = bool(core_i & core_j)
+        if not g_share and all_i & all_j:
+            continue  # shared only through borderline techniques: not scored either way
         p_share = bool(predicted_techniques[i] & predicted_techniques[j])
         pairs[(g_share, p_share)] += 1
     report.pairs.tp = report.pairs.tp_pred = pairs[(True, True)]

@@ -1,0 +1,29 @@
+"""Shared fixtures: the demo corpus, extracted once per test session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = ROOT / "examples" / "iclr2025-seed.txt"
+DATA = ROOT / "tests" / "data"
+
+
+@pytest.fixture(scope="session")
+def seed_corpus():
+    from kg.pipeline import run
+
+    return run([SEED])
+
+
+def paper_with(corpus, needle: str):
+    """The one result whose abstract contains ``needle``."""
+    (result,) = [r for r in corpus.results if needle in r.paper.abstract]
+    return result
+
+
+def names_of(corpus, result, type_: str | None = None) -> set[str]:
+    return {corpus.entities[eid].name for eid in result.entity_ids
+            if type_ is None or corpus.entities[eid].type == type_}

@@ -1,0 +1,185 @@
+"""Extraction and resolution on real abstracts (the demo corpus) and small real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from conftest import DATA, ROOT, SEED, names_of, paper_with
+from kg.cli import cli
+from kg.extract import Extractor
+from kg.model import ENTITY_TYPES, PREDICATES, Paper
+from kg.pipeline import run
+from kg.resolve import resolve
+
+
+def test_pipeline_is_blank_spacy_plus_kg_components():
+    nlp = Extractor().nlp
+    assert nlp.meta["name"] == "pipeline" or nlp.lang == "en"
+    assert nlp.pipe_names == ["sentencizer", "kg_vocabulary"]
+
+
+def test_acronym_and_long_form_become_one_entity(seed_corpus):
+    rrs = paper_with(seed_corpus, "Rotated Runtime Smooth")
+    entity = seed_corpus.entities["method/rotated-runtime-smooth"]
+    assert entity.type == "Method"
+    assert "RRS" in entity.aliases
+    assert entity.id in rrs.entity_ids
+    mentions = dict(rrs.mentions)[entity.id]
+    assert {m.text for m in mentions} >= {"Rotated Runtime Smooth", "RRS"}
+
+
+def test_seed_papers_yield_lipschitz_quantization_and_caching(seed_corpus):
+    lotos = paper_with(seed_corpus, "we introduce LOTOS")
+    rrs = paper_with(seed_corpus, "Rotated Runtime Smooth")
+    faster = paper_with(seed_corpus, "FasterCache")
+    assert "Lipschitz continuity" in names_of(seed_corpus, lotos, "Technique")
+    assert "quantization" in names_of(seed_corpus, rrs, "Technique")
+    assert {"caching", "feature caching"} & names_of(seed_corpus, faster, "Technique")
+
+
+def test_papers_introducing_names_propose_them(seed_corpus):
+    expected = {"we introduce LOTOS": "LOTOS", "Rotated Runtime Smooth": "Rotated Runtime Smooth",
+                "FasterCache": "FasterCache", "We introduce model folding": "model folding",
+                "we propose CAV2vec": "CAV2vec"}
+    for needle, name in expected.items():
+        result = paper_with(seed_corpus, needle)
+        proposed = {seed_corpus.entities[r.object].name for r in result.relations
+                    if r.predicate == "proposes"}
+        assert name in proposed, (needle, proposed)
+
+
+def test_untitled_papers_are_labelled_by_what_they_propose(seed_corpus):
+    lotos = paper_with(seed_corpus, "we introduce LOTOS")
+    assert lotos.paper.label.startswith("LOTOS: a new training paradigm")
+
+
+def test_rrs_and_model_folding_both_link_to_llama(seed_corpus):
+    llama = "model/llama"
+    for needle in ("Rotated Runtime Smooth", "We introduce model folding"):
+        result = paper_with(seed_corpus, needle)
+        ids = set(result.entity_ids)
+        linked = {eid for eid in ids
+                  if eid == llama or llama.split("/")[1] in eid}
+        assert linked, (needle, sorted(ids))
+        concepts = {seed_corpus.entities[e].concept for e in linked}
+        assert any(c and c.endswith("/llama") for c in concepts) or \
+            any(c and "llama" in c for c in concepts)
+
+
+def test_versioned_model_names_keep_their_version_and_family(seed_corpus):
+    folding = paper_with(seed_corpus, "We introduce model folding")
+    names = names_of(seed_corpus, folding, "Model")
+    assert any(n.lower().startswith("llama") for n in names)
+    assert any("ResNet" in n for n in names)
+
+
+def test_spelling_variants_merge_across_papers():
+    corpus = run([DATA / "inputs" / "papers.json"])
+    resnets = [e for e in corpus.entities.values() if "resnet" in e.id]
+    assert len(resnets) == 1
+    assert {"ResNet-18", "ResNet18"} <= {resnets[0].name, *resnets[0].aliases}
+    assert all(resnets[0].id in r.entity_ids for r in corpus.results)
+
+
+def test_plural_and_singular_are_one_entity():
+    ex = Extractor()
+    papers = [Paper("a", "We run on GPUs."), Paper("b", "We run on a single GPU.")]
+    corpus = resolve([ex.extract_one(p) for p in papers], vocab=ex.vocab)
+    gpu = [e for e in corpus.entities.values() if e.type == "Hardware"]
+    assert len(gpu) == 1 and {"GPUs", "GPU"} <= {gpu[0].name, *gpu[0].aliases}
+
+
+def test_types_never_merge():
+    ex = Extractor()
+    corpus = resolve([ex.extract_one(Paper(
+        "a", "We present SPACE, a benchmark for spatial cognition. SPACE models are small."))],
+        vocab=ex.vocab)
+    types_by_id = {e.id: e.type for e in corpus.entities.values()}
+    assert all(eid.startswith(t.lower() + "/") for eid, t in types_by_id.items())
+
+
+def test_entity_ids_are_stable_across_corpora(seed_corpus):
+    both = run([SEED, DATA / "inputs" / "papers.jsonl"])
+    shared = set(seed_corpus.entities) & set(both.entities)
+    assert "method/rotated-runtime-smooth" in shared
+    for eid in shared:
+        assert both.entities[eid].type == seed_corpus.entities[eid].type
+
+
+def test_offsets_index_title_newline_abstract():
+    corpus = run([DATA / "inputs" / "papers.jsonl"])
+    for result in corpus.results:
+        text = result.paper.text
+        assert text.startswith(result.paper.title + "\n")
+        for _, spans in result.mentions:
+            for s in spans:
+                assert text[s.start:s.end] == s.text
+        for r in result.relations:
+            assert text[r.evidence.start:r.evidence.end] == r.evidence.text
+
+
+def test_every_relation_has_evidence_rule_and_confidence(seed_corpus):
+    for result in seed_corpus.results:
+        mentioned = set(result.entity_ids)
+        assert {r.object for r in result.relations if r.predicate == "mentions"} == mentioned
+        for r in result.relations:
+            assert r.predicate in PREDICATES
+            assert r.rule and 0 < r.confidence <= 1
+            assert r.evidence.text and r.evidence.end > r.evidence.start
+    assert {e.type for e in seed_corpus.entities.values()} <= set(ENTITY_TYPES)
+
+
+def test_hardware_is_found_with_its_relation():
+    corpus = run([DATA / "inputs" / "papers.jsonl"])
+    p1 = corpus.results[0]
+    hardware = [r for r in p1.relations if r.predicate == "runsOn"]
+    assert hardware and "A100" in corpus.entities[hardware[0].object].name + \
+        " ".join(corpus.entities[hardware[0].object].aliases)
+
+
+def test_extract_jsonl_output_is_byte_identical_across_runs(tmp_path):
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"run{seed}.jsonl"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "kg", "extract", str(SEED), "--format", "jsonl",
+                        "-o", str(out)], check=True, env=env, cwd=ROOT)
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    first = json.loads(outputs[0].splitlines()[0])
+    assert set(first) == {"paper", "entities", "relations"}
+    assert set(first["entities"][0]) == {"id", "type", "name", "aliases", "concept", "mentions"}
+
+
+def test_cli_reports_skips_and_goes_on():
+    result = CliRunner().invoke(cli, ["extract", str(DATA / "inputs" / "bad.jsonl"),
+                                      "--format", "jsonl"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("\n") == 2
+    assert "skipped 3 record(s)" in result.stderr
+    assert "bad.jsonl:4: malformed JSON" in result.stderr
+
+
+def test_strict_turns_skips_into_a_failure():
+    result = CliRunner().invoke(cli, ["extract", str(DATA / "inputs" / "bad.jsonl"), "--strict"])
+    assert result.exit_code == 3
+    assert "3 record(s) skipped (--strict)" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_no_usable_input_is_a_clear_error():
+    result = CliRunner().invoke(cli, ["extract", str(DATA / "inputs" / "missing.jsonl")])
+    assert result.exit_code == 2
+    assert "no such file" in result.stderr
+
+
+def test_help_does_not_import_heavy_libraries():
+    code = "import sys; from kg.cli import cli; print(sorted(m for m in ('spacy', 'rdflib', " \
+           "'neo4j', 'pyvis', 'networkx') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
