@@ -98,7 +98,8 @@ def _source_text(source: dict, corpora: Path | None, where: str) -> tuple[str | 
                          "--corpora DIR or set KG_CORPORA")
     path = corpora / source["corpus"] / source["file"]
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # split("\n"), not splitlines(): abstracts may contain U+2028 and friends.
+        lines = path.read_text(encoding="utf-8").split("\n")
         fields = lines[int(source["line"]) - 1].split("\t")
     except (OSError, IndexError, ValueError) as exc:
         raise InputError(f"{where}: cannot read line {source.get('line')} of {path} ({exc})") \

@@ -107,10 +107,12 @@ def _variants(label: str) -> set[str]:
 # ---------------------------------------------------------------- regular expressions
 
 # A "name token": starts with a letter, may contain digits, dots, hyphens, slashes.
-_NAME = re.compile(r"(?<![\w\-/.])[A-Za-z][A-Za-z0-9]*(?:[\-./][A-Za-z0-9]+)*(?![\w\-])")
+# "/" joins only a patch size after a capital (ViT-B/16); "CIFAR-10/100" is two names.
+_NAME = re.compile(r"(?<![\w\-/.])[A-Za-z][A-Za-z0-9]*(?:[\-.][A-Za-z0-9]+|(?<=[A-Z])/\d+)*"
+                   r"(?![\w\-])")
 # Only names with a digit or a capital after the first letter can be versioned/new names.
 _MARKED_NAME = re.compile(r"(?<![\w\-/.])[A-Za-z](?=[A-Za-z0-9\-./]*?[A-Z0-9])[A-Za-z0-9]*"
-                          r"(?:[\-./][A-Za-z0-9]+)*(?![\w\-])")
+                          r"(?:[\-.][A-Za-z0-9]+|(?<=[A-Z])/\d+)*(?![\w\-])")
 _VERSION_TAIL = re.compile(r"^(?:[\-.]?(?:v?\d+(?:\.\d+)*[A-Za-z]?|[BbMmKk]|XL|XXL|o|mini))+$")
 _SIZE = re.compile(r"\d+(?:\.\d+)?[BMK]$")
 _ACRONYM_PAREN = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{0,11}?)(?:s)?\s*(?:;[^)]*)?\)")
@@ -122,6 +124,12 @@ _PROPOSE_CUE = re.compile(
     r"construct|curate|contribute|offer|formulate)[sd]?\b",
     re.IGNORECASE,
 )
+_PROPOSE_WORD = re.compile(r"\b(?:propos|introduc|present|design|develop|devis)\w*", re.I)
+# "Our method, LGA", "the proposed framework CAV2vec", "a novel algorithm MFTPL-P"
+_HEAD_BEFORE_NAME = re.compile(
+    r"\b(?P<head>method|approach|framework|model|algorithm|technique|system|benchmark|dataset|"
+    r"suite|architecture|network|agent|pipeline|strategy|MLLM|LLM|VLM|tool|library|toolkit|"
+    r"solver|optimizer|paradigm)s?\s*(?:\([A-Za-z\-]{2,10}\))?\s*[,:]?\s*$", re.IGNORECASE)
 _NAMING_CUE = re.compile(
     r"\b(?:called|named|dubbed|termed|coined|namely|entitled)\s*[:,]?\s+", re.IGNORECASE)
 _APPOSITIVE = re.compile(
@@ -159,7 +167,7 @@ for _type, _heads in {
                  "decoding tuning fine-tuning pruning quantization alignment augmentation "
                  "embedding encoding normalization inference compression caching prompting "
                  "pretraining pre-training adaptation",
-    "Model": "network networks transformer autoencoder",
+    "Model": "network networks transformer autoencoder model",
 }.items():
     for _head in _heads.split():
         _LF_HEAD_TYPES[_head] = _type
@@ -190,7 +198,8 @@ _STOP_NAMES = {
     "Yes", "No", "AI", "ML", "DL", "NN", "NNs", "II", "III", "IV", "OOD", "SOTA", "API", "APIs",
     "ID", "IID", "iid", "CV", "NLP", "USA", "UK", "EU", "TL", "DR", "PhD", "LaTeX", "URL",
 }
-_NOT_NAMES_RE = re.compile(r"^(?:[A-Z]\d?|\d.*|[ivx]+|[A-Z][a-z]+|[a-z].*|.*\d{4}.*)$")
+_NOT_NAMES_RE = re.compile(r"^(?:[A-Z]\d?|\d.*|[ivx]+|[A-Z][a-z]+|[a-z].*|.*\d{4}.*|"
+                           r"[A-Z][a-z]+(?:-[A-Za-z][a-z]+)+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,7 +526,7 @@ def _acronyms(ex: Extractor, d: _Doc) -> None:
         long_form, lf_end = _trim_generic_head(long_form, short, lf_start)
         lf_span = d.span(lf_start, lf_end)
         sentence = d.text[sent[0]:sent[1]]
-        type_ = _type_of_long_form(long_form, bool(_PROPOSE_CUE.search(sentence)))
+        type_ = _type_of_long_form(long_form, bool(_PROPOSE_WORD.search(sentence)))
         if type_ is None:
             continue
         d.candidates.append(Candidate(lf_span, type_, "acronym-definition", None, 0.8))
@@ -553,14 +562,18 @@ def _trim_generic_head(long_form: str, short: str, start: int) -> tuple[str, int
 def _type_of_long_form(long_form: str, proposing: bool) -> str | None:
     words = long_form.split()
     head = singular(words[-1]).lower()
-    if head in _LF_HEAD_TYPES:
-        return _LF_HEAD_TYPES[head]
+    by_head = _LF_HEAD_TYPES.get(head)
+    significant = [w for w in words if w.lower() not in ("of", "with", "for", "and", "the", "in",
+                                                          "on", "to", "via", "from", "a")]
+    title_case = len(words) >= 2 and all(w[:1].isupper() for w in significant)
+    # A Title Case long form is a named method unless its head says task/dataset/metric.
+    if title_case and by_head in (None, "Technique", "Model"):
+        return "Method" if by_head != "Model" else "Model"
+    if by_head:
+        return by_head
     if head in _GENERIC_HEADS:
         return "Method"
-    capitalised = sum(w[:1].isupper() for w in words)
-    if proposing and len(words) >= 2 and capitalised >= len(words) - 1:
-        return "Method"
-    return None
+    return "Method" if proposing and title_case else None
 
 
 # ---------------------------------------------------------------- proposals
@@ -647,6 +660,28 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
         ):
             sent = d.sentence_of(m.start())
             found.append((*named, _head_type(text[sent.start - 0:m.start()][-60:]), ""))
+    title = d.paper.title
+    if title:
+        head = re.match(r"\s*([A-Za-z][\w\-.]*(?:\s[A-Z][\w\-.]*){0,2})\s*:\s+(\S.*)", title)
+        if head and any(_is_name_token(w) for w in head.group(1).split()):
+            found.append((head.start(1), head.end(1), _head_type(head.group(2)),
+                          head.group(2).strip()))
+    for m in d.names:
+        sent = d.sentence_of(m.start())
+        before = text[max(sent.start, m.start() - 60):m.start()]
+        head_m = _HEAD_BEFORE_NAME.search(before)
+        if head_m and _PROPOSE_WORD.search(text[sent.start:m.start()]) or (
+            head_m and re.search(r"\b(?:our|the proposed)\s+\w*\s*$",
+                                 before[:head_m.start()], re.IGNORECASE)
+        ):
+            found.append((m.start(), m.end(), _head_type(head_m.group("head")), ""))
+    # One type per proposed name: an explicit "a benchmark"/"a model" beats the Method default.
+    typed: dict[str, str] = {}
+    for start, end, type_, description in found:
+        key = label_key(text[start:end].strip())
+        if type_ != "Method" or key not in typed:
+            typed[key] = type_ if typed.get(key, "Method") == "Method" else typed[key]
+    found = [(s_, e_, typed[label_key(text[s_:e_].strip())], desc) for s_, e_, _, desc in found]
     seen: set[tuple[int, int]] = set()
     for start, end, type_, description in found:
         name = text[start:end].strip()
