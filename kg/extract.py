@@ -173,9 +173,10 @@ for _type, _heads in {
         _LF_HEAD_TYPES[_head] = _type
 
 _HARDWARE_CONTEXT = re.compile(r"^\s+(?:GPUs?|TPUs?|chips?|accelerators?|cards?)\b")
+_NUMBER_FORMAT = re.compile(r"^(?:FP|INT|BF|UINT|W\d+A)\d+$")
 _DATASET_AFTER = re.compile(r"^\s+(?:dataset|benchmark|corpus|suite|datasets|benchmarks|"
                             r"test\s+set|validation\s+set|split)\b", re.IGNORECASE)
-_DATASET_BEFORE = re.compile(r"\b(?:on|in|using|across|from)\s+(?:the\s+)?(?:challenging\s+|"
+_DATASET_BEFORE = re.compile(r"\b(?:on|using|across|from)\s+(?:the\s+)?(?:challenging\s+|"
                              r"popular\s+|standard\s+|widely[- ]used\s+)?$", re.IGNORECASE)
 _MODEL_AFTER = re.compile(r"^\s*(?:-?\s*(?:based\s+)?(?:models?|LLMs?|backbones?|"
                           r"architectures?|checkpoints?|family|families|series)\b)")
@@ -644,7 +645,10 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
         if appos:
             description = re.split(r"[.;]", tail[appos.start():].lstrip(" ,"), maxsplit=1)[0]
             description = re.sub(r"^\([^)]*\)\s*,?\s*", "", description).strip(" ,")
-        type_ = _head_type(description) if description else "Method"
+        if description:
+            type_ = _head_type(description)
+        else:  # "a Latent Structural Diffusion Model": the name's own head word
+            type_ = _head_type(text[named[0]:named[1]].split()[-1])
         found.append((*named, type_, description))
     # "X, a novel …" anywhere, and "dubbed X"
     for m in d.names:
@@ -711,8 +715,10 @@ def _context_names(ex: Extractor, d: _Doc) -> None:
             d.candidates.append(Candidate(span, "Hardware", "context-hardware", None, 0.7))
         elif _SIZE.search(token) or (_MODEL_AFTER.match(after) and not token.isupper()):
             d.candidates.append(Candidate(span, "Model", "context-model", None, 0.65))
+        elif _NUMBER_FORMAT.match(token):
+            continue
         elif _DATASET_AFTER.match(after) or (
-            _DATASET_BEFORE.search(before) and re.search(r"\d|Bench|bench|QA$", token)
+            _DATASET_BEFORE.search(before) and re.search(r"\d|Bench|bench|.QA$", token)
         ):
             d.candidates.append(Candidate(span, "Dataset", "context-dataset", None, 0.7))
 
