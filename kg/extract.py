@@ -259,6 +259,7 @@ class _Doc:
     sentences: list[tuple[int, int]]
     candidates: list[Candidate]
     names: list[re.Match] = field(default_factory=list)  # name tokens (digit/inner capital)
+    proposed: set[str] = field(default_factory=set)  # label keys of names the paper introduces
 
     def sentence_of(self, pos: int) -> Span:
         for start, end in self.sentences:
@@ -696,6 +697,7 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
         labels = ex.index.lookup(name)
         concept = next((lab.concept for lab in labels if lab.type == type_), None)
         d.candidates.append(Candidate(d.span(start, end), type_, "proposed-name", concept, 0.85))
+        d.proposed.add(label_key(name))
         if label is None:
             label = f"{name}: {description}" if description else name
     return label
@@ -777,8 +779,14 @@ def _propagate(d: _Doc, chosen: list[Candidate]) -> list[Candidate]:
 
 def _links(d: _Doc, chosen: list[Candidate]) -> list[Link]:
     links: list[Link] = []
-    proposed = {i for i, c in enumerate(chosen) if c.rule == "proposed-name"}
-    proposed_keys = {label_key(chosen[i].span.text) for i in proposed}
+    proposed: set[int] = set()
+    for key in sorted(d.proposed):
+        first = next((i for i, c in enumerate(chosen) if key in
+                      (label_key(c.span.text), label_key(c.long_form or ""))), None)
+        if first is not None:
+            proposed.add(first)
+    proposed_keys = {label_key(chosen[i].long_form or chosen[i].span.text) for i in proposed} | \
+        {label_key(chosen[i].span.text) for i in proposed}
     for i in proposed:
         c = chosen[i]
         links.append(Link(None, "proposes", i, d.sentence_of(c.span.start), "propose-cue", 0.85))
@@ -788,7 +796,8 @@ def _links(d: _Doc, chosen: list[Candidate]) -> list[Link]:
         first_of.setdefault(key, i)
     for key, i in sorted(first_of.items(), key=lambda kv: kv[1]):
         c = chosen[i]
-        is_proposed = label_key(c.span.text) in proposed_keys or i in proposed
+        is_proposed = i in proposed or label_key(c.span.text) in proposed_keys or \
+            label_key(c.long_form or "") in proposed_keys
         if is_proposed:
             continue
         predicate = PREDICATE_FOR_TYPE[c.type]
