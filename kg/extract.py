@@ -216,6 +216,8 @@ class _Index:
         self.ci: dict[str, list[_Label]] = {}
         self.cs: dict[str, list[_Label]] = {}
         for concept in sorted(vocab.concepts.values(), key=lambda c: c.iri):
+            if not concept.matchable:
+                continue
             for text in (concept.pref_label, *concept.alt_labels):
                 target = self.cs if is_acronym_like(text) else self.ci
                 key = label_key(text) if target is self.ci else re.sub(r"[\s\-_.]", "", text)
@@ -394,6 +396,8 @@ def _build_pipeline(extractor: Extractor):
     cs = PhraseMatcher(nlp.vocab, attr="ORTH")
     keys: dict[str, list[_Label]] = {}
     for concept in extractor.vocab.concepts.values():
+        if not concept.matchable:
+            continue
         for text in (concept.pref_label, *concept.alt_labels):
             sensitive = is_acronym_like(text)
             for form in sorted(_variants(text)):

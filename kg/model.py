@@ -88,6 +88,7 @@ class Concept:
     pref_label: str
     alt_labels: tuple[str, ...] = ()
     broader: tuple[str, ...] = ()  # concept IRIs
+    matchable: bool = True  # False: kept for the hierarchy, its labels are too generic to match
 
 
 @dataclass(frozen=True, slots=True)

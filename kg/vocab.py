@@ -2,6 +2,8 @@
 
 Each file is one ``skos:ConceptScheme`` carrying ``kg:entityType`` (kg:Technique, kg:Model, …);
 every concept has a ``skos:prefLabel``, ``skos:altLabel`` s and optional ``skos:broader``.
+``kg:matchable false`` keeps a concept for the hierarchy (roll-ups) without matching its labels,
+for words too generic to be evidence on their own ("robustness", "neural network").
 The extractor's matcher is built from these files, so adding a term is a TTL edit.
 
 >>> vocab = load_vocabulary()
@@ -104,6 +106,7 @@ def parse_vocabulary(paths: Iterable[Path]) -> Vocabulary:
     from rdflib.namespace import RDF, SKOS
 
     entity_type = rdflib.URIRef(ONTOLOGY_NS + "entityType")
+    matchable = rdflib.URIRef(ONTOLOGY_NS + "matchable")
     concepts: dict[str, Concept] = {}
     for path in sorted(paths):
         graph = rdflib.Graph()
@@ -138,6 +141,8 @@ def parse_vocabulary(paths: Iterable[Path]) -> Vocabulary:
                 pref_label=str(pref),
                 alt_labels=tuple(sorted({str(o) for o in graph.objects(subject, SKOS.altLabel)})),
                 broader=tuple(sorted(str(o) for o in graph.objects(subject, SKOS.broader))),
+                matchable=graph.value(subject, matchable) is None
+                or bool(graph.value(subject, matchable).toPython()),
             )
     return Vocabulary(concepts)
 
