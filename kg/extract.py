@@ -747,13 +747,11 @@ def _rank(c: Candidate) -> tuple:
 def _select(candidates: list[Candidate]) -> list[Candidate]:
     """Longest candidate wins an overlap; then rule priority. Same span, several concepts: all."""
     chosen: list[Candidate] = []
-    taken: list[tuple[int, int]] = []
     for cand in sorted(candidates, key=_rank):
         s, e = cand.span.start, cand.span.end
         clash = [c for c in chosen if c.span.start < e and s < c.span.end]
         if not clash:
             chosen.append(cand)
-            taken.append((s, e))
             continue
         same = [c for c in clash if (c.span.start, c.span.end) == (s, e)]
         if same and len(same) == len(clash) and all(

@@ -1,0 +1,49 @@
+"""``kg viz``: the interactive graph as one offline HTML file."""
+
+from __future__ import annotations
+
+import click
+
+from kg.cli.common import input_options, report_skips, show_progress
+from kg.viz import DEFAULT_MAX_ENTITIES, DEFAULT_RELATED
+
+
+@click.command()
+@input_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default="exports/graph.html",
+              show_default=True, help="The HTML file to write (directories are created).")
+@click.option("--technique", metavar="NAME", default=None,
+              help="Only papers using this technique (or a narrower one) and what they share.")
+@click.option("--paper", "paper_id", metavar="ID", default=None,
+              help="Only this paper and its related papers (sharing entities).")
+@click.option("--related", type=click.IntRange(1, 500), default=DEFAULT_RELATED,
+              show_default=True, help="How many related papers --paper shows.")
+@click.option("--max-entities", type=click.IntRange(1, None), default=DEFAULT_MAX_ENTITIES,
+              show_default=True,
+              help="Keep the N entities with the most papers; the page says what was left out.")
+def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, max_entities):
+    """Write the interactive graph HTML (works offline: no CDN, no network request).
+
+    GRAPH is an export directory (from ``kg build``) or an extraction JSONL; any other INPUT
+    is read and extracted first. Nodes are papers and entities, coloured by type and sized by
+    degree; click one for the evidence sentences behind it.
+
+    \b
+    Examples:
+      kg viz exports/ -o exports/graph.html
+      kg viz examples/iclr2025-seed.txt --technique quantization -o quantization.html
+      kg viz exports/ --paper p-32f6716951bc -o lotos.html
+    """
+    from kg.pipeline import load_corpus
+    from kg.viz import write_viz
+
+    notices: list[str] = []
+    corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
+                         options=ingest, notices=notices)
+    report_skips(corpus, notices)
+    summary = write_viz(corpus, output, technique=technique, paper=paper_id,
+                        max_entities=max_entities, related=related)
+    click.echo(f"wrote {summary.path}: {summary.papers} papers, {summary.entities} entities, "
+               f"{summary.edges} links ({summary.bytes / 1e6:.1f} MB)", err=True)
+    if summary.notice:
+        click.echo(f"note: {summary.notice}", err=True)

@@ -1,0 +1,546 @@
+"""The interactive graph: one self-contained, offline HTML file (pyvis / vis-network).
+
+Papers and entities are nodes (coloured by type, sized by degree); a paper is linked to each
+entity it mentions, and entity → entity relations (``extends``, ``outperforms``) are arrows.
+Every script and stylesheet is inlined — vis-network comes from the copy pyvis ships — so the
+file makes no network request. The layout is computed here (networkx, fixed seed) and physics
+is off on load, so large graphs open at once and re-runs give a byte-identical file.
+
+All corpus text travels as JSON inside ``<script type="application/json">`` with ``<``, ``>``
+and ``&`` escaped, and the page puts it on screen only through text nodes, so an abstract
+holding ``<script>`` shows as text.
+
+>>> from kg.pipeline import load_corpus
+>>> view = build_view(load_corpus(["examples/iclr2025-seed.txt"]))
+>>> view.counts()["papers"]
+19
+>>> html = render_html(view)
+>>> "<script src" in html or "https://cdn" in html
+False
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html as html_lib
+import json
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kg.errors import InputError
+from kg.model import Corpus, PaperResult
+
+DEFAULT_MAX_ENTITIES = 500
+DEFAULT_RELATED = 20
+_SEED = 7
+# Above this many nodes the full force layout (O(n²) per iteration, no scipy here) gets slow,
+# so only the entity skeleton is laid out and papers are placed around their entities.
+_FULL_LAYOUT_MAX_NODES = 400
+_CORE = 400  # most nodes one force layout simulates (see _spring)
+_TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+# Colour-blind-friendly (Okabe–Ito based) colours per node type; "Paper" first.
+TYPE_COLORS: dict[str, str] = {
+    "Paper": "#8a8f98",
+    "Method": "#e69f00",
+    "Model": "#0072b2",
+    "Dataset": "#009e73",
+    "Hardware": "#cc79a7",
+    "Technique": "#d55e00",
+    "Task": "#56b4e9",
+    "Metric": "#b8a200",
+}
+_TECHNIQUE_TYPES = ("Technique", "Method")  # a used method is a technique (PREDICATE_FOR_TYPE)
+
+
+@dataclass
+class GraphView:
+    """What the page shows: vis nodes/edges plus the details the side panel reads.
+
+    Node ids are integers (compact JSON); ``kg_id`` in ``papers``/``entities`` is the real id.
+    """
+
+    title: str
+    view: str  # "corpus" | "technique" | "paper"
+    nodes: list[dict] = field(default_factory=list)
+    edges: list[dict] = field(default_factory=list)
+    papers: dict[str, dict] = field(default_factory=dict)  # node id (str) -> paper details
+    entities: dict[str, dict] = field(default_factory=dict)  # node id (str) -> entity details
+    techniques: list[dict] = field(default_factory=list)  # filter options
+    notice: str = ""
+    focus: int | None = None  # node selected on load (the --paper / --technique node)
+
+    def counts(self) -> dict[str, int]:
+        """Numbers of nodes, edges, papers and entities in the view."""
+        return {"nodes": len(self.nodes), "edges": len(self.edges),
+                "papers": len(self.papers), "entities": len(self.entities)}
+
+
+def _paper_counts(corpus: Corpus) -> Counter[str]:
+    return Counter(eid for result in corpus for eid in set(result.entity_ids))
+
+
+def _short(text: str, limit: int = 48) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _paper_title(result: PaperResult) -> str:
+    paper = result.paper
+    return paper.title or paper.label or _short(paper.abstract, 80) or paper.id
+
+
+def build_view(
+    corpus: Corpus,
+    *,
+    technique: str | None = None,
+    paper: str | None = None,
+    max_entities: int = DEFAULT_MAX_ENTITIES,
+    related: int = DEFAULT_RELATED,
+) -> GraphView:
+    """Choose the papers and entities to show, lay them out, and collect their details.
+
+    Views: the whole corpus (default), ``technique`` (papers using it or a narrower concept,
+    and what else they share) or ``paper`` (a paper and its related papers). At most
+    ``max_entities`` entities are kept — the most frequent by paper count — and the notice
+    says what was left out.
+
+    >>> from kg.pipeline import load_corpus
+    >>> view = build_view(load_corpus(["examples/iclr2025-seed.txt"]), max_entities=5)
+    >>> view.counts()["entities"], view.notice[:20]
+    (5, 'Showing the 5 most f')
+    """
+    if technique and paper:
+        raise InputError("--technique and --paper choose different views; pass only one")
+    if max_entities < 1:
+        raise InputError("--max-entities must be at least 1")
+    results = list(corpus)
+    df = _paper_counts(corpus)
+    notes: list[str] = []
+    focus_kg: str | None = None
+    members: list[str] = []
+    if paper is not None:
+        # The same paper lookup and relatedness as `kg related` (kg.analysis).
+        from kg.analysis import find_paper
+        from kg.analysis import related as related_papers
+
+        by_id = {r.paper.id: r for r in results}
+        center = find_paper(corpus, paper).id
+        chosen = [by_id[center]] + [by_id[r.paper.id]
+                                    for r in related_papers(corpus, center, related)]
+        view, title = "paper", f"{_short(_paper_title(by_id[center]), 80)} and related papers"
+        must = set(by_id[center].entity_ids)  # the paper's own entities always show
+        focus_kg = "p:" + center
+    elif technique is not None:
+        # The same matching as `kg shared`: names, aliases, vocabulary labels, narrower concepts.
+        from kg.analysis import shared
+
+        uses = shared(corpus, technique)
+        if not uses:
+            raise InputError(f"--technique {technique!r}: no paper in this graph uses it "
+                             "(or a narrower concept)")
+        members = sorted({u.entity.id for use in uses for u in use.uses})
+        using = {use.paper.id for use in uses}
+        chosen = [r for r in results if r.paper.id in using]
+        view, title = "technique", f"Papers using {technique}"
+        must = set(members)
+        if len(members) == 1:
+            focus_kg = "e:" + members[0]
+    else:
+        chosen, view, title = results, "corpus", "Knowledge graph"
+        must = set()
+
+    # Entity candidates: in the focused views, those shared by ≥2 chosen papers (plus `must`).
+    local = Counter(eid for r in chosen for eid in set(r.entity_ids))
+    if view == "corpus" or len(chosen) == 1:
+        candidates = set(local)
+    else:
+        candidates = {e for e, c in local.items() if c >= 2} | (must & set(local))
+    ranked = sorted(candidates, key=lambda e: (e not in must, -local[e], -df[e], e))
+    kept = ranked[:max_entities]
+    kept_set = set(kept)
+    if len(ranked) > len(kept):
+        notes.append(
+            f"Showing the {len(kept):,} most frequent entities (by paper count) of "
+            f"{len(ranked):,}; {len(ranked) - len(kept):,} entities are left out "
+            f"(raise --max-entities to show more).")
+    shown = [r for r in chosen if kept_set.intersection(r.entity_ids) or view == "paper"]
+    if len(shown) < len(chosen):
+        bare = sum(1 for r in chosen if not r.mentions)
+        parts = [f"{bare:,} have no extracted entity"] if bare else []
+        if len(chosen) - len(shown) - bare:
+            parts.append(f"{len(chosen) - len(shown) - bare:,} mention none of the entities shown")
+        notes.append(f"{len(chosen) - len(shown):,} of {len(chosen):,} papers are left out: "
+                     + " and ".join(parts) + ".")
+
+    g = GraphView(title=title, view=view, notice=" ".join(notes))
+    node_of: dict[str, int] = {}
+
+    def add_node(kg_key: str, label: str, group: str) -> int:
+        node_of[kg_key] = len(g.nodes)
+        g.nodes.append({"id": len(g.nodes), "label": label, "group": group})
+        return node_of[kg_key]
+
+    for r in shown:
+        p = r.paper
+        idx = add_node("p:" + p.id, _short(p.label or p.title or p.id, 40), "Paper")
+        g.papers[str(idx)] = {
+            "id": p.id, "label": p.label, "title": p.title, "abstract": p.abstract,
+            "venue": p.venue, "year": p.year, "url": p.url, "authors": list(p.authors),
+        }
+    for eid in sorted(kept_set & {e for r in shown for e in r.entity_ids}):
+        e = corpus.entities[eid]
+        idx = add_node("e:" + eid, _short(e.name, 40), e.type)
+        g.entities[str(idx)] = {"id": e.id, "name": e.name, "type": e.type,
+                                "aliases": list(e.aliases), "concept": e.concept,
+                                "papers": df[eid]}
+
+    # Edges: one per (paper, entity) pair with every predicate and evidence sentence behind it,
+    # and one per (entity, predicate, entity) relation between shown entities.
+    pair: dict[tuple[int, int], dict] = {}
+    for r in shown:
+        pnode = node_of["p:" + r.paper.id]
+        by_entity: dict[str, list] = defaultdict(list)
+        for rel in r.relations:
+            by_entity[rel.object].append(rel)
+        for eid, spans in r.mentions:
+            if eid not in kept_set:
+                continue
+            rels = [x for x in by_entity.get(eid, []) if x.subject == r.paper.id]
+            # Evidence is (paper node, start, end) into the paper's text, which the page already
+            # holds: quoting sentences again would double the file for big corpora.
+            spans_of = {(x.evidence.start, x.evidence.end) for x in rels} or {
+                (s.start, s.end) for s in spans}
+            predicates = sorted({x.predicate for x in rels} - {"mentions"}) or ["mentions"]
+            pair[(pnode, node_of["e:" + eid])] = {
+                "predicates": predicates,
+                "evidence": [[pnode, a, b] for a, b in sorted(spans_of)]}
+        for rel in r.relations:
+            if rel.subject in kept_set and rel.object in kept_set:
+                key = (node_of["e:" + rel.subject], node_of["e:" + rel.object], rel.predicate)
+                item = pair.setdefault(key, {"predicates": [rel.predicate], "evidence": []})
+                ev = [pnode, rel.evidence.start, rel.evidence.end]
+                if ev not in item["evidence"]:
+                    item["evidence"].append(ev)
+    for key in sorted(pair, key=lambda k: (k[0], k[1], k[2] if len(k) > 2 else "")):
+        item = pair[key]
+        edge = {"id": len(g.edges), "from": key[0], "to": key[1],
+                "predicates": item["predicates"], "evidence": sorted(item["evidence"])}
+        if len(key) > 2:
+            edge["relation"] = True
+        g.edges.append(edge)
+
+    degree = Counter()
+    for e in g.edges:
+        degree[e["from"]] += 1
+        degree[e["to"]] += 1
+    for node in g.nodes:
+        node["value"] = degree[node["id"]]
+    for (x, y), node in zip(_layout(g), g.nodes, strict=True):
+        node["x"], node["y"] = x, y
+    if len(g.nodes) > _FULL_LAYOUT_MAX_NODES:
+        # Thousands of paper labels overlap into noise and cost the browser ~0.1 ms each to
+        # lay out; in big views papers are named by their tooltip, the panel and the search.
+        for node in g.nodes:
+            if node["group"] == "Paper":
+                del node["label"]
+    g.techniques = _technique_options(g)
+    if focus_kg in node_of:
+        g.focus = node_of[focus_kg]
+    elif members:
+        present = [node_of["e:" + m] for m in members if "e:" + m in node_of]
+        g.focus = present[0] if len(present) == 1 else None
+    return g
+
+
+def _technique_options(g: GraphView) -> list[dict]:
+    """The technique filter: each technique concept (and its broader concepts) in the view."""
+    from kg.vocab import load_vocabulary
+
+    vocab = load_vocabulary()
+    options: dict[str, dict] = {}
+    for node_id, e in g.entities.items():
+        if e["type"] not in _TECHNIQUE_TYPES:
+            continue
+        if e["concept"] and e["concept"] in vocab.concepts:
+            for iri in (e["concept"], *vocab.ancestors(e["concept"])):
+                concept = vocab.concepts.get(iri)
+                if concept is None or concept.type not in _TECHNIQUE_TYPES:
+                    continue
+                opt = options.setdefault(iri, {"label": concept.pref_label, "members": []})
+                opt["members"].append(int(node_id))
+        elif e["type"] == "Technique":
+            options["e:" + e["id"]] = {"label": e["name"], "members": [int(node_id)]}
+    out = []
+    for key, opt in options.items():
+        out.append({"key": key, "label": opt["label"], "members": sorted(opt["members"])})
+    return sorted(out, key=lambda o: (o["label"].casefold(), o["key"]))
+
+
+def _jitter(key: str) -> float:
+    """A stable pseudo-random angle for ``key`` (hash-based, so order-independent)."""
+    return int(hashlib.sha1(key.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF * 2 * math.pi
+
+
+def _spring(graph) -> dict[int, tuple[float, float]]:
+    """Spring layout in [-1, 1]²; above _CORE nodes only the best-connected core is simulated.
+
+    networkx's force layout is O(n²) per iteration (and needs scipy from 500 nodes), so the
+    rest of a big component is placed next to its already-placed neighbours, breadth first.
+    """
+    import networkx as nx
+
+    if len(graph) <= _CORE:
+        pos = nx.spring_layout(graph, seed=_SEED, iterations=80, method="force")
+        return {i: (float(p[0]), float(p[1])) for i, p in pos.items()}
+    strength = dict(graph.degree(weight="weight"))
+    core = sorted(graph, key=lambda i: (-strength[i], i))[:_CORE]
+    out = _spring(graph.subgraph(core))
+    step = 1.6 / math.sqrt(len(graph))
+    frontier = sorted(core)
+    crowd: Counter[int] = Counter()
+    while frontier:
+        nxt: list[int] = []
+        for i in frontier:
+            for j in sorted(graph[i]):
+                if j in out:
+                    continue
+                k = crowd[i]
+                crowd[i] += 1
+                angle = k * 2.399963 + _jitter(str(i))
+                radius = step * (1 + 0.5 * math.sqrt(k))
+                out[j] = (out[i][0] + radius * math.cos(angle),
+                          out[i][1] + radius * math.sin(angle))
+                nxt.append(j)
+        frontier = nxt
+    return out
+
+
+def _pack_components(graph, unit: float) -> dict[int, tuple[float, float]]:
+    """Spring-lay out each connected component, then pack the components in rows.
+
+    One spring layout of a disconnected graph squeezes every component into a corner of the
+    unit square; laying them out separately keeps nodes ``unit`` pixels or so apart.
+    """
+    import networkx as nx
+
+    parts = sorted((sorted(c) for c in nx.connected_components(graph)),
+                   key=lambda c: (-len(c), c[0]))
+    placed: list[tuple[list[int], dict[int, tuple[float, float]], float]] = []
+    for comp in parts:
+        if len(comp) == 1:
+            placed.append((comp, {comp[0]: (0.0, 0.0)}, unit * 0.6))
+            continue
+        pos = _spring(graph.subgraph(comp))
+        radius = unit * math.sqrt(len(comp)) * 0.9
+        placed.append((comp, {i: (float(pos[i][0]) * radius, float(pos[i][1]) * radius)
+                              for i in comp}, radius))
+    # Shelf packing: rows of components, left to right, about as wide as the whole is tall.
+    width = math.sqrt(sum((2 * r + unit) ** 2 for _, _, r in placed)) * 1.1
+    out: dict[int, tuple[float, float]] = {}
+    x = y = row_height = 0.0
+    for _, pos, radius in placed:
+        size = 2 * radius + unit
+        if x > 0 and x + size > width:
+            x, y, row_height = 0.0, y + row_height, 0.0
+        for i, (px, py) in pos.items():
+            out[i] = (x + size / 2 + px, y + size / 2 + py)
+        x += size
+        row_height = max(row_height, size)
+    cx, cy = width / 2, (y + row_height) / 2
+    return {i: (px - cx, py - cy) for i, (px, py) in out.items()}
+
+
+def _layout(g: GraphView) -> list[tuple[int, int]]:
+    """Integer (x, y) positions for every node, deterministic for a given view.
+
+    Small views: networkx spring layout of each component of the whole graph. Large views:
+    the same for the entity co-occurrence graph only, then each paper sits near the centroid of
+    its entities, papers with the same entities spiralling outwards so none overlap.
+    """
+    import networkx as nx
+
+    n = len(g.nodes)
+    if n == 0:
+        return []
+    if n <= _FULL_LAYOUT_MAX_NODES:
+        graph = nx.Graph()
+        graph.add_nodes_from(range(n))
+        graph.add_edges_from((e["from"], e["to"]) for e in g.edges)
+        pos = _pack_components(graph, 110)
+        return [(round(pos[i][0]), round(pos[i][1])) for i in range(n)]
+
+    entity_ids = sorted(int(k) for k in g.entities)
+    entity_set = set(entity_ids)
+    by_paper: dict[int, list[int]] = defaultdict(list)
+    for e in g.edges:
+        if e["from"] not in entity_set and e["to"] in entity_set:
+            by_paper[e["from"]].append(e["to"])
+    weights: Counter[tuple[int, int]] = Counter()
+    for ents in by_paper.values():
+        ents = sorted(set(ents))
+        for i, a in enumerate(ents):
+            for b in ents[i + 1:]:
+                weights[(a, b)] += 1
+    graph = nx.Graph()
+    graph.add_nodes_from(entity_ids)
+    graph.add_weighted_edges_from((a, b, w) for (a, b), w in sorted(weights.items()))
+    # Room around each entity for the papers that will circle it.
+    share = Counter(j for ents in by_paper.values() for j in set(ents))
+    unit = 60 + 14 * math.sqrt(max(1, sum(share.values()) / max(1, len(entity_ids))))
+    pos = _pack_components(graph, unit)
+    out: list[tuple[float, float]] = [(0.0, 0.0)] * n
+    for i in entity_ids:
+        out[i] = pos[i]
+    crowd: Counter[tuple[int, ...]] = Counter()
+    for node in g.nodes:
+        i = node["id"]
+        if i in entity_set:
+            continue
+        ents = tuple(sorted(set(by_paper.get(i, ()))))
+        if ents:
+            cx = sum(out[j][0] for j in ents) / len(ents)
+            cy = sum(out[j][1] for j in ents) / len(ents)
+        else:
+            cx = cy = 0.0
+        k = crowd[ents]
+        crowd[ents] += 1
+        # Golden-angle spiral around the anchor: even spacing, no overlaps, no randomness.
+        radius = 26 + 12 * math.sqrt(k)
+        angle = k * 2.399963 + _jitter(repr(ents))
+        out[i] = (cx + radius * math.cos(angle), cy + radius * math.sin(angle))
+    return [(round(x), round(y)) for x, y in out]
+
+
+def _vis_options(g: GraphView) -> dict:
+    small = len(g.nodes) <= _FULL_LAYOUT_MAX_NODES
+    groups = {t: {"color": {"background": c, "border": c,
+                            "highlight": {"background": c, "border": "#222222"},
+                            "hover": {"background": c, "border": "#222222"}},
+                  "shape": "square" if t == "Paper" else "dot"}
+              for t, c in TYPE_COLORS.items()}
+    return {
+        "autoResize": True,
+        "groups": groups,
+        "nodes": {
+            "font": {"size": 14, "face": "system-ui, sans-serif", "color": "#1b1f24",
+                     "strokeWidth": 3, "strokeColor": "#ffffff"},
+            # Labels grow with degree and are drawn once legible at the current zoom, so a big
+            # graph stays readable: zoom in and the smaller labels appear.
+            "scaling": {"min": 8, "max": 40,
+                        "label": {"enabled": True, "min": 12, "max": 30,
+                                  "drawThreshold": 5 if small else 8, "maxVisible": 36}},
+            "borderWidth": 1,
+        },
+        "edges": {"color": {"color": "#b8bec7", "highlight": "#3b4652", "hover": "#3b4652",
+                            "inherit": False},
+                  "width": 1, "smooth": False, "selectionWidth": 2, "hoverWidth": 1},
+        # Positions are precomputed; physics would move every node on load and, for thousands
+        # of nodes, keep the page busy for seconds.
+        "physics": {"enabled": False},
+        "interaction": {"hover": True, "tooltipDelay": 120, "hideEdgesOnDrag": len(g.edges) > 3000,
+                        "navigationButtons": False, "keyboard": False, "multiselect": False},
+        "layout": {"improvedLayout": False},
+    }
+
+
+def _script_json(data: object) -> str:
+    """JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` characters."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _inline_safe(code: str, what: str) -> str:
+    if "</script" in code.lower() or "</style" in code.lower():  # would end the element early
+        raise RuntimeError(f"{what} contains a closing tag and cannot be inlined")
+    return code
+
+
+def _vis_assets() -> tuple[str, str]:
+    """vis-network's JS and CSS from the copy the installed pyvis ships (no CDN, no vendoring)."""
+    import pyvis
+
+    base = Path(pyvis.__file__).resolve().parent
+    for lib in (base / "templates" / "lib" / "vis-9.1.2", base / "lib" / "vis-9.1.2"):
+        if (lib / "vis-network.min.js").is_file():
+            return ((lib / "vis-network.min.js").read_text(encoding="utf-8"),
+                    (lib / "vis-network.css").read_text(encoding="utf-8"))
+    raise RuntimeError(f"pyvis at {base} ships no vis-network 9.1.2; reinstall pyvis>=0.3.2")
+
+
+def render_html(g: GraphView) -> str:
+    """The page for ``g`` as one HTML string (pyvis renders our offline template)."""
+    from pyvis.network import Network
+
+    net = Network(height="100%", width="100%", directed=True, heading=g.title,
+                  cdn_resources="in_line")
+    # pyvis's add_node/add_edge scan every existing node/edge (quadratic for thousands), so the
+    # prepared lists are handed over as they are.
+    net.nodes = g.nodes
+    net.edges = [{k: v for k, v in e.items() if k in ("id", "from", "to")} for e in g.edges]
+    net.options = _vis_options(g)
+    net.set_template_dir(str(_TEMPLATES) + "/", "viz.html")
+    vis_js, vis_css = _vis_assets()
+    payload = {
+        "title": g.title, "view": g.view, "notice": g.notice, "focus": g.focus,
+        "options": net.options, "nodes": net.nodes, "edges": g.edges, "papers": g.papers,
+        "entities": g.entities, "techniques": g.techniques,
+        "types": [{"type": t, "color": c} for t, c in TYPE_COLORS.items()],
+    }
+    net.templateEnv.globals.update(
+        page_title=html_lib.escape(f"kg — {g.title}"),
+        vis_js=_inline_safe(vis_js, "vis-network.min.js"),
+        vis_css=_inline_safe(vis_css, "vis-network.css"),
+        app_js=_inline_safe((_TEMPLATES / "viz.js").read_text(encoding="utf-8"), "viz.js"),
+        app_css=_inline_safe((_TEMPLATES / "viz.css").read_text(encoding="utf-8"), "viz.css"),
+        payload=_script_json(payload),
+    )
+    return net.generate_html(name="graph.html")
+
+
+@dataclass(frozen=True)
+class VizSummary:
+    """What ``write_viz`` wrote."""
+
+    path: Path
+    nodes: int
+    edges: int
+    papers: int
+    entities: int
+    bytes: int
+    notice: str
+
+
+def write_viz(
+    corpus: Corpus,
+    output: str | Path,
+    *,
+    technique: str | None = None,
+    paper: str | None = None,
+    max_entities: int = DEFAULT_MAX_ENTITIES,
+    related: int = DEFAULT_RELATED,
+) -> VizSummary:
+    """Build the view and write the HTML file (parent directories are created).
+
+    >>> from kg.pipeline import load_corpus
+    >>> import tempfile, os
+    >>> out = os.path.join(tempfile.mkdtemp(), "graph.html")
+    >>> write_viz(load_corpus(["examples/iclr2025-seed.txt"]), out).papers
+    19
+    """
+    g = build_view(corpus, technique=technique, paper=paper, max_entities=max_entities,
+                   related=related)
+    text = render_html(g)
+    path = Path(output)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = text.encode("utf-8")
+        path.write_bytes(data)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write the graph HTML ({exc.strerror}); "
+                         "choose another -o path") from exc
+    counts = g.counts()
+    return VizSummary(path, counts["nodes"], counts["edges"], counts["papers"],
+                      counts["entities"], len(data), g.notice)
