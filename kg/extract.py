@@ -277,12 +277,12 @@ class _Doc:
 RULE_PRIORITY = {
     "acronym-definition": 6, "proposed-name": 5, "vocabulary": 4, "acronym-use": 4,
     "vocabulary-version": 4, "proposed-name-use": 3, "context-model": 2, "context-dataset": 2,
-    "context-hardware": 2, "named-entity": 1,
+    "context-hardware": 2, "named-entity": 1, "task-phrase": 1,
 }
 TYPE_CONFIDENCE = {"vocabulary": 0.9, "vocabulary-version": 0.85, "acronym-definition": 0.85,
                    "acronym-use": 0.8, "proposed-name": 0.85, "proposed-name-use": 0.8,
                    "context-model": 0.65, "context-dataset": 0.7, "context-hardware": 0.7,
-                   "named-entity": 0.5}
+                   "named-entity": 0.5, "task-phrase": 0.6}
 
 
 class Extractor:
@@ -319,6 +319,7 @@ class Extractor:
         _acronyms(self, state)
         proposed_label = _proposals(self, state)
         _context_names(self, state)
+        _task_phrases(state)
         if self.ner is not None:
             _trained_candidates(self, state)
         chosen = _select(state.candidates)
@@ -708,6 +709,45 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
 
 
 # ---------------------------------------------------------------- context patterns
+
+
+_TASK_HEADS = ("generation|synthesis|classification|estimation|recognition|detection|segmentation|"
+               "reasoning|manipulation|regression|prediction|forecasting|translation|retrieval|"
+               "captioning|summarization|tracking|localization|navigation|reconstruction|"
+               "completion|answering")
+_TASK_PHRASE = re.compile(
+    r"(?<![\w\-])((?:(?:[a-z][a-z0-9\-]*|[1-9]D)\s+){1,2})(" + _TASK_HEADS + r")\b")
+_TASK_STOP = set("""
+a an the of for in on and or to with by from as at via into over under between across than
+is are be been was were this that these those our their its his her such which whose what
+efficient effective accurate robust better improved existing downstream various many several
+multiple different other new novel challenging complex real-world large-scale fine-grained
+high-quality low-quality high low fast faster efficient scalable general generic standard
+proposed based learned trained training test testing inference joint end-to-end simple more
+most less first second final overall each all both any some further future prior previous
+accurate precise reliable strong stronger weak zero-shot few-shot one-shot open-ended
+do does not can could may might will would should must also only even then thus hence
+enable enables enabling achieve achieves improve improves improving perform performs
+""".split())
+
+
+def _task_phrases(d: _Doc) -> None:
+    """Task-shaped noun phrases the vocabulary lacks: "talking portrait synthesis",
+    "causal effect estimation" (1–2 modifiers + a task head), never over a vocabulary match."""
+    taken = [(c.span.start, c.span.end) for c in d.candidates]
+    for m in _TASK_PHRASE.finditer(d.text):
+        words = m.group(1).split()
+        while words and (words[0] in _TASK_STOP or words[0].endswith("ly")):
+            words.pop(0)
+        if not words or any(w in _TASK_STOP or w.endswith(("ly", "ed")) for w in words):
+            continue
+        if len(words) == 2 and "-" in words[0]:  # "human-level video reasoning": an adjective
+            words.pop(0)
+        start = m.end(1) - len(" ".join(words)) - (len(m.group(1)) - len(m.group(1).rstrip()))
+        end = m.end(2)
+        if any(s < end and start < e for s, e in taken):
+            continue
+        d.candidates.append(Candidate(d.span(start, end), "Task", "task-phrase", None, 0.6))
 
 
 def _context_names(ex: Extractor, d: _Doc) -> None:
