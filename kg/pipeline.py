@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -21,9 +22,15 @@ _WORKER = None  # the per-process Extractor
 
 def _init_worker(trained_model: str | None) -> None:
     global _WORKER
+    _WORKER = extractor(trained_model)
+
+
+@functools.cache
+def extractor(trained_model: str | None = None):
+    """One Extractor per process and model (building the matchers takes ~2 s)."""
     from kg.extract import Extractor
 
-    _WORKER = Extractor(trained_model=trained_model)
+    return Extractor(trained_model=trained_model)
 
 
 def _extract_chunk(papers: list[Paper]) -> list[Extraction]:
@@ -42,14 +49,12 @@ def extract_all(
     trained_model: str | None = None,
 ) -> list[Extraction]:
     """Extract every paper, in input order; ``workers > 1`` uses that many processes."""
-    from kg.extract import Extractor
-
     out: list[Extraction] = []
     chunk = 50
     if workers <= 1 or len(papers) < 2 * chunk:
-        extractor = Extractor(trained_model=trained_model)
+        ex = extractor(trained_model)
         for part in _chunks(papers, chunk):
-            out.extend(extractor.extract(part))
+            out.extend(ex.extract(part))
             if on_progress:
                 on_progress(len(part))
         return out

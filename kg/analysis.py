@@ -1,0 +1,785 @@
+"""Linking and analysis over a Corpus with networkx: related papers, shared techniques, clusters.
+
+Everything here reads a resolved ``Corpus`` (never the extractor). Queries go through an
+``AnalysisIndex`` built once per corpus (inverted index entity → papers, IDF weights, evidence
+per paper and entity), so ``related`` and ``shared`` answer without rebuilding any graph.
+
+Two papers are related by what they share, weighted by rarity (IDF, ``log(N / df)``) and by
+type (``TYPE_WEIGHTS``: techniques, methods, models and datasets count fully, tasks half). A
+broader vocabulary concept is shared *through* narrower ones at ``INHERITED ** levels`` of the
+weight ("KV cache" in one paper and "prefix caching" in another still link them through
+"caching"); only the most specific shared concepts are counted and shown.
+
+>>> from kg.pipeline import run
+>>> corpus = run(["examples/iclr2025-seed.txt"])
+>>> best = related(corpus, "Rotated Runtime Smooth")[0]
+>>> best.paper.label.startswith("model folding"), "LLaMA" in [s.name for s in best.shared]
+(True, True)
+>>> [u.paper.label.split(":")[0] for u in shared(corpus, "caching")]
+['FasterCache']
+
+The examples below use this ``corpus`` (the demo corpus through the real pipeline).
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import difflib
+import math
+import weakref
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import networkx as nx
+
+from kg.errors import KgError
+from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
+from kg.vocab import ENTITY_NS, PAPER_NS, Vocabulary, load_vocabulary
+
+# How much sharing one entity of each type says about two papers being related. Hardware and
+# metrics ("GPU", "accuracy") are shared by unrelated papers, so they do not count.
+TYPE_WEIGHTS: dict[str, float] = {
+    "Technique": 1.0, "Method": 1.0, "Model": 1.0, "Dataset": 1.0, "Task": 0.5,
+}
+# A concept a paper reaches only through a narrower one counts INHERITED ** (levels up) of a
+# direct use, up to MAX_DEPTH levels: "KV cache" → "caching" at 0.5; root concepts such as
+# "computational efficiency" would otherwise link almost every pair of papers.
+INHERITED = 0.5
+MAX_DEPTH = 3
+# What `technique_counts`, `cooccurrence` and `top_shared_techniques` count as a technique: a
+# used (not proposed) method is a technique too (see kg.model.PREDICATE_FOR_TYPE).
+TECHNIQUE_TYPES: tuple[str, ...] = ("Technique", "Method")
+
+NODE_COLUMNS = ("id", "kind", "type", "label", "kg_id", "title", "concept", "aliases", "venue",
+                "year", "url")
+EDGE_COLUMNS = ("source", "target", "predicate", "evidence", "start", "end", "rule",
+                "confidence", "paper")
+
+
+class NotFoundError(KgError):
+    """A paper or technique the user named is not in the graph; the message lists suggestions."""
+
+    def __init__(self, message: str, suggestions: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = tuple(suggestions)
+
+
+class AmbiguousPaperError(KgError):
+    """A paper reference matches several papers; the message lists them."""
+
+    def __init__(self, message: str, candidates: Iterable[Paper] = ()) -> None:
+        super().__init__(message)
+        self.candidates = tuple(candidates)
+
+
+# ------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True, slots=True)
+class SharedEntity:
+    """One thing two papers share, its contribution to the score, and where each says so.
+
+    ``key`` is an entity id, or a concept IRI for a broader concept no paper names directly;
+    ``via`` / ``other_via`` name the narrower entities through which the query / related paper
+    reaches an inherited concept (empty: it names the concept itself), nearest first.
+    """
+
+    key: str
+    name: str
+    type: str
+    weight: float
+    evidence: Span  # in the query paper
+    other_evidence: Span  # in the related paper
+    via: tuple[str, ...] = ()
+    other_via: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, object]:
+        return {"key": self.key, "name": self.name, "type": self.type,
+                "weight": round(self.weight, 4), "via": list(self.via),
+                "other_via": list(self.other_via),
+                "evidence": _span_dict(self.evidence),
+                "other_evidence": _span_dict(self.other_evidence)}
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedPaper:
+    """A paper related to the query paper: score (sum of shared weights) and what is shared."""
+
+    paper: Paper
+    score: float
+    shared: tuple[SharedEntity, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"id": self.paper.id, "label": paper_label(self.paper),
+                "score": round(self.score, 4), "shared": [s.as_dict() for s in self.shared]}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """A paper's use of one matching entity, with the sentence that says so."""
+
+    entity: Entity
+    evidence: Span
+    direct: bool  # the entity itself matched the query (not a narrower concept)
+
+
+@dataclass(frozen=True, slots=True)
+class PaperUse:
+    """A paper that uses the queried technique (or a narrower one)."""
+
+    paper: Paper
+    uses: tuple[Usage, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"id": self.paper.id, "label": paper_label(self.paper), "uses": [
+            {"entity": u.entity.id, "name": u.entity.name, "type": u.entity.type,
+             "direct": u.direct, "evidence": _span_dict(u.evidence)} for u in self.uses]}
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A community of papers and the concepts that characterise it (tf-idf within the cluster)."""
+
+    papers: tuple[Paper, ...]
+    terms: tuple[tuple[str, float], ...]  # (entity/concept name, tf-idf), best first
+
+    def as_dict(self) -> dict[str, object]:
+        return {"size": len(self.papers),
+                "terms": [{"name": n, "score": round(s, 4)} for n, s in self.terms],
+                "papers": [{"id": p.id, "label": paper_label(p)} for p in self.papers]}
+
+
+def _span_dict(span: Span) -> dict[str, object]:
+    return {"text": span.text, "start": span.start, "end": span.end}
+
+
+def paper_label(paper: Paper) -> str:
+    """What to call a paper in output: its label, else title, else the abstract's start.
+
+    >>> paper_label(Paper(id="p", abstract="We study the effect of caching on models."))
+    'We study the effect of caching on models.'
+    """
+    text = paper.label or paper.title or " ".join(paper.abstract.split())
+    return text if len(text) <= 90 else text[:89].rsplit(" ", 1)[0] + "…"
+
+
+# ------------------------------------------------------------------ the index
+
+
+@dataclass(frozen=True, slots=True)
+class _Feature:
+    factor: float  # 1.0 direct use, INHERITED ** depth through narrower entities
+    via: tuple[str, ...]  # entity ids in this paper that brought an inherited feature, nearest
+    # first
+
+
+@dataclass
+class AnalysisIndex:
+    """Everything the queries need, computed once per corpus (see ``analysis_index``)."""
+
+    papers: dict[str, PaperResult]  # by paper id, in corpus order
+    entities: dict[str, Entity]
+    features: dict[str, dict[str, _Feature]]  # paper id → feature key → feature
+    postings: dict[str, tuple[str, ...]]  # feature key → paper ids (corpus order)
+    factors: dict[str, tuple[tuple[str, float], ...]]  # feature key → (paper id, factor)
+    entity_papers: dict[str, tuple[str, ...]]  # any entity id → paper ids (corpus order)
+    order: dict[str, int]  # paper id → position in the corpus
+    idf: dict[str, float]
+    info: dict[str, tuple[str, str]]  # feature key → (name, type)
+    evidence: dict[tuple[str, str], Span]  # (paper id, entity id) → best evidence
+    names: dict[str, tuple[str, ...]]  # casefolded entity name/alias → entity ids
+    concept_entity: dict[str, str]  # concept IRI → entity id
+    titles: dict[str, tuple[str, ...]]  # casefolded label or title → paper ids
+    texts: tuple[tuple[str, str], ...]  # (paper id, casefolded "label\0title") for substrings
+    labels: dict[str, str]  # casefolded entity/concept name or alias → as written
+    concept_labels: dict[str, tuple[str, ...]]  # casefolded pref/alt label → concept IRIs
+    broader: dict[str, frozenset[str]]  # feature key → keys of all its broader concepts
+    vocab: Vocabulary = field(repr=False)
+
+    @property
+    def n_papers(self) -> int:
+        return len(self.papers)
+
+    def weight(self, key: str) -> float:
+        """IDF × type weight of a feature."""
+        return self.idf[key] * TYPE_WEIGHTS.get(self.info[key][1], 0.0)
+
+
+def _best_evidence(result: PaperResult) -> dict[str, Span]:
+    """Per entity: the evidence of its strongest non-"mentions" relation, else its sentence."""
+    best: dict[str, tuple[tuple, Span]] = {}
+    for rel in result.relations:
+        if rel.subject != result.paper.id:
+            continue
+        rank = (rel.predicate == "mentions", -rel.confidence, rel.evidence.start)
+        if rel.object not in best or rank < best[rel.object][0]:
+            best[rel.object] = (rank, rel.evidence)
+    out = {eid: span for eid, (_, span) in best.items()}
+    for eid, spans in result.mentions:
+        out.setdefault(eid, spans[0])
+    return out
+
+
+def _ancestor_depths(vocab: Vocabulary, iri: str) -> dict[str, int]:
+    """Broader concepts of ``iri`` up to MAX_DEPTH levels, each with its shortest distance."""
+    depths: dict[str, int] = {}
+    frontier = [iri]
+    for depth in range(1, MAX_DEPTH + 1):
+        nxt = []
+        for current in frontier:
+            for parent in vocab.concepts[current].broader if current in vocab.concepts else ():
+                if parent != iri and parent not in depths and parent in vocab.concepts:
+                    depths[parent] = depth
+                    nxt.append(parent)
+        frontier = nxt
+    return depths
+
+
+def build_index(corpus: Corpus, vocab: Vocabulary | None = None) -> AnalysisIndex:
+    """Build the query index of ``corpus`` (linear in its size). Prefer ``analysis_index``."""
+    vocab = vocab or load_vocabulary()
+    entities = corpus.entities
+    concept_entity = {e.concept: eid for eid, e in sorted(entities.items()) if e.concept}
+    info: dict[str, tuple[str, str]] = {eid: (e.name, e.type) for eid, e in entities.items()}
+    papers: dict[str, PaperResult] = {}
+    features: dict[str, dict[str, _Feature]] = {}
+    evidence: dict[tuple[str, str], Span] = {}
+    depths_of: dict[str, dict[str, int]] = {}
+    for result in corpus.results:
+        pid = result.paper.id
+        papers[pid] = result
+        for eid, span in _best_evidence(result).items():
+            evidence[(pid, eid)] = span
+        own: dict[str, _Feature] = {}
+        inherited: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        for eid in result.entity_ids:
+            entity = entities.get(eid)
+            if entity is None or entity.type not in TYPE_WEIGHTS:
+                continue
+            own[eid] = _Feature(1.0, ())
+            if entity.concept:
+                if entity.concept not in depths_of:
+                    depths_of[entity.concept] = _ancestor_depths(vocab, entity.concept)
+                for iri, depth in depths_of[entity.concept].items():
+                    key = concept_entity.get(iri, iri)
+                    if key not in info:
+                        concept = vocab.concepts[iri]
+                        info[key] = (concept.pref_label, concept.type)
+                    inherited[key].append((depth, eid))
+        for key, via in inherited.items():
+            if key not in own and TYPE_WEIGHTS.get(info[key][1], 0.0) > 0:
+                via = sorted(set(via))
+                own[key] = _Feature(INHERITED ** via[0][0],
+                                    tuple(dict.fromkeys(eid for _, eid in via)))
+        features[pid] = own
+    # The vocabulary builds its narrower-concept map on first use; pay that here, not in the
+    # first `shared` query.
+    for iri in list(vocab.concepts)[:1]:
+        vocab.descendants(iri)
+    # Every feature key's broader keys (all levels), to drop redundant shared concepts.
+    key_of = {iri: concept_entity.get(iri, iri) for iri in vocab.concepts}
+    broader: dict[str, frozenset[str]] = {}
+    for key in info:
+        iri = entities[key].concept if key in entities else key
+        if iri and iri in vocab.concepts:
+            broader[key] = frozenset(key_of[a] for a in vocab.ancestors(iri))
+    postings_lists: dict[str, list[str]] = defaultdict(list)
+    for pid, own in features.items():
+        for key in own:
+            postings_lists[key].append(pid)
+    entity_papers: dict[str, list[str]] = defaultdict(list)
+    for pid, result in papers.items():
+        for eid in result.entity_ids:
+            entity_papers[eid].append(pid)
+    n = len(papers)
+    postings = {k: tuple(v) for k, v in sorted(postings_lists.items())}
+    idf = {k: math.log(n / len(v)) for k, v in postings.items()}
+    names: dict[str, list[str]] = defaultdict(list)
+    for eid, e in sorted(entities.items()):
+        for form in (e.name, *e.aliases):
+            if eid not in names[form.casefold()]:
+                names[form.casefold()].append(eid)
+    titles: dict[str, list[str]] = defaultdict(list)
+    for pid, r in papers.items():
+        for text in {t.casefold() for t in (r.paper.label, r.paper.title) if t}:
+            titles[text].append(pid)
+    labels: dict[str, str] = {}
+    concept_labels: dict[str, set[str]] = defaultdict(set)
+    for iri, concept in sorted(vocab.concepts.items()):
+        for label in (concept.pref_label, *concept.alt_labels):
+            labels.setdefault(label.casefold(), label)
+            concept_labels[label.casefold()].add(iri)
+    for e in entities.values():
+        for form in (e.name, *e.aliases):
+            labels.setdefault(form.casefold(), form)
+    factors = {k: tuple((p, features[p][k].factor) for p in v) for k, v in postings.items()}
+    return AnalysisIndex(papers, dict(entities), features, postings, factors,
+                         {k: tuple(v) for k, v in entity_papers.items()},
+                         {pid: i for i, pid in enumerate(papers)}, idf, info, evidence,
+                         {k: tuple(v) for k, v in names.items()}, concept_entity,
+                         {k: tuple(v) for k, v in titles.items()},
+                         tuple((pid, f"{r.paper.label}\0{r.paper.title or ''}".casefold())
+                               for pid, r in papers.items()),
+                         labels, {k: tuple(sorted(v)) for k, v in concept_labels.items()},
+                         broader, vocab)
+
+
+_INDEXES: dict[int, tuple[weakref.ref, AnalysisIndex]] = {}
+
+
+def analysis_index(corpus: Corpus) -> AnalysisIndex:
+    """The index of ``corpus``, built on first use and kept while the corpus lives.
+
+    >>> analysis_index(corpus) is analysis_index(corpus)
+    True
+    """
+    cached = _INDEXES.get(id(corpus))
+    if cached is not None and cached[0]() is corpus:
+        return cached[1]
+    index = build_index(corpus)
+    key = id(corpus)
+    _INDEXES[key] = (weakref.ref(corpus), index)
+    weakref.finalize(corpus, _INDEXES.pop, key, None)
+    return index
+
+
+# ------------------------------------------------------------------ finding a paper
+
+
+def find_paper(corpus: Corpus, reference: str) -> Paper:
+    """The paper ``reference`` names: an id, a unique id prefix, or part of its label/title.
+
+    An exact (case-insensitive) label or title beats a substring; several matches raise
+    AmbiguousPaperError listing them, none raises NotFoundError.
+
+    >>> find_paper(corpus, "fastercache").label[:11]
+    'FasterCache'
+    """
+    index = analysis_index(corpus)
+    if reference in index.papers:
+        return index.papers[reference].paper
+    ref = reference.strip()
+    folded = ref.casefold()
+    if not folded:
+        raise NotFoundError("empty paper reference; give a paper id, id prefix or title words")
+    by_prefix = [r.paper for pid, r in index.papers.items() if pid.startswith(ref)]
+    if len(by_prefix) == 1:
+        return by_prefix[0]
+    exact = [index.papers[pid].paper for pid in index.titles.get(folded, ())]
+    if len(exact) == 1:
+        return exact[0]
+    matches = exact or by_prefix or [index.papers[pid].paper for pid, text in index.texts
+                                     if folded in text]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        shown = "\n".join(f"  {p.id}  {paper_label(p)}" for p in matches[:10])
+        more = f"\n  … and {len(matches) - 10} more" if len(matches) > 10 else ""
+        raise AmbiguousPaperError(
+            f"{reference!r} matches {len(matches)} papers; give one id (or a longer prefix):\n"
+            f"{shown}{more}", matches)
+    labels = {paper_label(r.paper): pid for pid, r in index.papers.items()}
+    close = difflib.get_close_matches(ref, list(labels), n=5, cutoff=0.5)
+    hint = "".join(f"\n  {labels[c]}  {c}" for c in close)
+    raise NotFoundError(
+        f"no paper matches {reference!r} (by id, id prefix, label or title) among "
+        f"{index.n_papers} papers" + (f"; did you mean:{hint}" if hint else ""),
+        [labels[c] for c in close])
+
+
+# ------------------------------------------------------------------ related
+
+
+def related(corpus: Corpus, paper_id: str, n: int = 10) -> list[RelatedPaper]:
+    """The ``n`` papers sharing most with ``paper_id``, rarest shares weighing most.
+
+    ``paper_id`` may also be an id prefix or title/label words (see ``find_paper``). Papers
+    sharing nothing with positive weight are left out; ties go by paper id.
+
+    >>> labels = [r.paper.label.split(":")[0] for r in related(corpus, "model folding")]
+    >>> "LOTOS" in labels and "Rotated Runtime Smooth" in labels
+    True
+    """
+    index = analysis_index(corpus)
+    pid = find_paper(corpus, paper_id).id
+    mine = index.features[pid]
+    # Pass 1, over the inverted index: an upper bound per paper (every common feature counted).
+    bound: dict[str, float] = defaultdict(float)
+    for key, feature in mine.items():
+        weight = index.weight(key)
+        if weight <= 0:
+            continue
+        mine_f = feature.factor
+        for other, theirs_f in index.factors[key]:
+            bound[other] += weight * (mine_f if mine_f < theirs_f else theirs_f)
+    bound.pop(pid, None)
+    # Pass 2: exact scores (redundant broader concepts dropped) in order of the bound, until
+    # no remaining bound can beat the n-th exact score.
+    exact: list[tuple[float, str, tuple[SharedEntity, ...]]] = []
+    for other, upper in sorted(bound.items(), key=lambda t: (-t[1], t[0])):
+        if len(exact) >= n and upper < -exact[n - 1][0] - 1e-12:
+            break
+        common = _shared_between(index, pid, other)
+        score = sum(s.weight for s in common)
+        if score > 1e-12:
+            bisect.insort(exact, (-score, other, common), key=lambda t: (t[0], t[1]))
+    return [RelatedPaper(index.papers[o].paper, -s, common) for s, o, common in exact[:n]]
+
+
+def _shared_between(index: AnalysisIndex, a: str, b: str) -> tuple[SharedEntity, ...]:
+    """What papers ``a`` and ``b`` share: the most specific concepts only.
+
+    A concept one of them reaches only by inheritance is dropped when it is broader than
+    something else they share (both using "KV cache" need not also show "caching").
+    """
+    fa, fb = index.features[a], index.features[b]
+    common = [k for k in fa.keys() & fb.keys() if index.weight(k) > 0]
+    covered: set[str] = set()
+    for key in common:
+        covered |= index.broader.get(key, frozenset())
+    out = []
+    for key in common:
+        weight = index.weight(key)
+        if (fa[key].via or fb[key].via) and key in covered:
+            continue
+        name, type_ = index.info[key]
+        via_a = fa[key].via or (key,)
+        via_b = fb[key].via or (key,)
+        out.append(SharedEntity(key, name, type_, weight * min(fa[key].factor, fb[key].factor),
+                                index.evidence[(a, via_a[0])], index.evidence[(b, via_b[0])],
+                                tuple(index.info[v][0] for v in fa[key].via),
+                                tuple(index.info[v][0] for v in fb[key].via)))
+    return tuple(sorted(out, key=lambda s: (-s.weight, s.name.casefold(), s.key)))
+
+
+# ------------------------------------------------------------------ shared
+
+
+def shared(corpus: Corpus, query: str) -> list[PaperUse]:
+    """Every paper using ``query`` or a narrower concept, with an evidence sentence per use.
+
+    ``query`` matches entity names and aliases and vocabulary labels (any case). A known
+    concept no paper uses gives ``[]``; an unknown name raises NotFoundError with suggestions.
+
+    >>> [u.paper.label.split(":")[0] for u in shared(corpus, "caching")]
+    ['FasterCache']
+    >>> try:
+    ...     shared(corpus, "KV-caching")
+    ... except NotFoundError as exc:
+    ...     print(exc.suggestions[0])
+    KV caching
+    """
+    index = analysis_index(corpus)
+    folded = " ".join(query.split()).casefold()
+    direct = set(index.names.get(folded, ()))
+    vocab = index.vocab
+    concepts = set(index.concept_labels.get(folded, ()))
+    concepts |= {index.entities[eid].concept for eid in direct if index.entities[eid].concept}
+    if not direct and not concepts:
+        labels = index.labels
+        # Only labels of a length that can reach the cutoff (ratio ≤ 2·min/(a+b)) are scored.
+        size = len(folded)
+        near = [k for k in labels if 0.4 * size <= len(k) <= 2.4 * size]
+        close = difflib.get_close_matches(folded, near, n=5, cutoff=0.6)
+        containing = sorted((k for k in labels if folded and folded in k and k not in close),
+                            key=lambda k: (len(k), k))[:5]
+        suggestions = [labels[k] for k in (*close, *containing)]
+        hint = f"; did you mean: {', '.join(suggestions)}?" if suggestions else (
+            "; `kg techniques` lists the techniques in this graph")
+        raise NotFoundError(f"no entity or concept named {query!r}{hint}", suggestions)
+    wanted = set(concepts)
+    for iri in concepts:
+        wanted.update(vocab.descendants(iri))
+    targets = direct | {index.concept_entity[iri] for iri in wanted if iri in index.concept_entity}
+    by_paper: dict[str, list[Usage]] = defaultdict(list)
+    for eid in targets:
+        is_direct = eid in direct or index.entities[eid].concept in concepts
+        for pid in index.entity_papers.get(eid, ()):
+            by_paper[pid].append(Usage(index.entities[eid], index.evidence[(pid, eid)],
+                                       is_direct))
+    ordered = sorted(by_paper, key=index.order.__getitem__)
+    return [PaperUse(index.papers[pid].paper, tuple(sorted(by_paper[pid], key=lambda u: (
+        not u.direct, u.evidence.start, u.entity.id)))) for pid in ordered]
+
+
+# ------------------------------------------------------------------ techniques
+
+
+def technique_counts(
+    corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES,
+) -> list[tuple[Entity, int]]:
+    """Entities of ``types`` with the number of papers mentioning each, most used first.
+
+    >>> counts = technique_counts(corpus)
+    >>> all(n >= 1 for _, n in counts), counts == sorted(counts, key=lambda t: -t[1])
+    (True, True)
+    """
+    index = analysis_index(corpus)
+    wanted = set(types)
+    rows = [(e, len(index.entity_papers.get(eid, ()))) for eid, e in index.entities.items()
+            if e.type in wanted]
+    return sorted((r for r in rows if r[1] > 0),
+                  key=lambda r: (-r[1], r[0].name.casefold(), r[0].id))
+
+
+def top_shared_techniques(corpus: Corpus, n: int = 20) -> list[tuple[Entity, int]]:
+    """The ``n`` techniques used by the most papers, only those shared by two or more.
+
+    >>> all(count >= 2 for _, count in top_shared_techniques(corpus))
+    True
+    """
+    return [(e, c) for e, c in technique_counts(corpus) if c >= 2][:n]
+
+
+def cooccurrence(
+    corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES,
+) -> list[tuple[Entity, Entity, int]]:
+    """Pairs of entities of ``types`` used in the same papers, with how many, most first.
+
+    Each pair appears once, ordered by entity id.
+
+    >>> pairs = cooccurrence(corpus, types=("Model", "Dataset"))
+    >>> [(a.name, b.name, n) for a, b, n in pairs if a.name == "LLaMA" and b.name == "ResNet-18"]
+    [('LLaMA', 'ResNet-18', 1)]
+    """
+    index = analysis_index(corpus)
+    wanted = set(types)
+    counts: Counter[tuple[str, str]] = Counter()
+    for result in index.papers.values():
+        ids = sorted({eid for eid in result.entity_ids if eid in index.entities
+                      and index.entities[eid].type in wanted})
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                counts[(a, b)] += 1
+    return [(index.entities[a], index.entities[b], c)
+            for (a, b), c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def clusters(corpus: Corpus, seed: int = 0, min_size: int = 2, terms: int = 3) -> list[Cluster]:
+    """Communities of papers (Louvain, fixed ``seed``) labelled by their top concepts.
+
+    The graph is bipartite paper–feature, each edge weighted by the feature's IDF × type weight
+    (features of a single paper are left out: they link nothing). A cluster's terms are its
+    features by tf-idf: the share of the cluster's papers using it × IDF. Clusters are biggest
+    first; papers in corpus order.
+
+    >>> clusters(corpus) == clusters(corpus)
+    True
+    """
+    index = analysis_index(corpus)
+    graph = nx.Graph()
+    graph.add_nodes_from(("p", pid) for pid in sorted(index.papers))
+    keys = sorted(k for k, papers in index.postings.items()
+                  if len(papers) >= 2 and index.weight(k) > 0)
+    graph.add_nodes_from(("f", k) for k in keys)
+    for key in keys:
+        weight = index.weight(key)
+        for pid in index.postings[key]:
+            graph.add_edge(("p", pid), ("f", key),
+                           weight=weight * index.features[pid][key].factor)
+    graph.remove_nodes_from([node for node in list(graph) if graph.degree(node) == 0])
+    if graph.number_of_edges() == 0:
+        return []
+    out: list[Cluster] = []
+    for community in nx.community.louvain_communities(graph, weight="weight", seed=seed):
+        pids = sorted((pid for kind, pid in community if kind == "p"),
+                      key=index.order.__getitem__)
+        if len(pids) < min_size:
+            continue
+        out.append(Cluster(tuple(index.papers[p].paper for p in pids),
+                           _cluster_terms(index, pids, terms)))
+    return sorted(out, key=lambda c: (-len(c.papers), index.order[c.papers[0].id]))
+
+
+def _cluster_terms(index: AnalysisIndex, pids: list[str], n: int) -> tuple[tuple[str, float], ...]:
+    """Top features of a cluster by tf-idf; a broader concept reached only through a term
+    already chosen (same papers, inherited in each) would repeat it, so it is skipped."""
+    members: dict[str, list[str]] = defaultdict(list)
+    for pid in pids:
+        for key in index.features[pid]:
+            members[key].append(pid)
+    def inherited(key: str) -> bool:
+        return all(index.features[p][key].via for p in members[key])
+
+    # Direct uses before inherited concepts of equal score, so the narrower name wins.
+    scored = sorted(((len(ps) / len(pids) * index.weight(k), k) for k, ps in members.items()
+                     if len(ps) >= 2 and index.weight(k) > 0),
+                    key=lambda t: (-t[0], inherited(t[1]), index.info[t[1]][0].casefold(), t[1]))
+    chosen: list[tuple[str, float]] = []
+    chosen_sets: list[set[str]] = []
+    for score, key in scored:
+        papers = set(members[key])
+        if inherited(key) and papers in chosen_sets:
+            continue
+        if index.info[key][0] in {name for name, _ in chosen}:
+            continue
+        chosen.append((index.info[key][0], score))
+        chosen_sets.append(papers)
+        if len(chosen) == n:
+            break
+    return tuple(chosen)
+
+
+# ------------------------------------------------------------------ graphs and exports
+
+
+def paper_iri(paper_id: str) -> str:
+    """The IRI of a paper (ids may be any string, so they are percent-encoded).
+
+    >>> paper_iri("https://x.org/p 1")
+    'https://w3id.org/mlkg/paper/https%3A%2F%2Fx.org%2Fp%201'
+    """
+    return PAPER_NS + quote(paper_id, safe="")
+
+
+def entity_iri(entity_id: str) -> str:
+    """The IRI of an entity.
+
+    >>> entity_iri("technique/kv-cache")
+    'https://w3id.org/mlkg/entity/technique/kv-cache'
+    """
+    return ENTITY_NS + entity_id
+
+
+def paper_entity_graph(corpus: Corpus) -> nx.Graph:
+    """The bipartite graph: papers (``bipartite=0``) — entities they mention (``bipartite=1``).
+
+    Nodes are paper ids and entity ids as given (``kind`` says which); an edge carries the
+    predicates linking them (sorted tuple) and the number of mentions.
+
+    >>> g = paper_entity_graph(corpus)
+    >>> g.nodes["model/llama"]["kind"], sorted(g["model/llama"]) == sorted(
+    ...     n for n in g["model/llama"] if g.nodes[n]["kind"] == "paper")
+    ('entity', True)
+    """
+    graph = nx.Graph()
+    for result in corpus.results:
+        p = result.paper
+        graph.add_node(p.id, kind="paper", bipartite=0, label=paper_label(p))
+    for eid, e in sorted(corpus.entities.items()):
+        graph.add_node(eid, kind="entity", bipartite=1, type=e.type, label=e.name)
+    for result in corpus.results:
+        predicates: dict[str, set[str]] = defaultdict(set)
+        for rel in result.relations:
+            if rel.subject == result.paper.id:
+                predicates[rel.object].add(rel.predicate)
+        for eid, spans in result.mentions:
+            graph.add_edge(result.paper.id, eid, predicates=tuple(sorted(predicates[eid])),
+                           mentions=len(spans))
+    return graph
+
+
+def _concepts_used(corpus: Corpus, vocab: Vocabulary) -> list[str]:
+    """Concepts of the corpus' entities and all their ancestors, sorted."""
+    out: set[str] = set()
+    for e in corpus.entities.values():
+        if e.concept and e.concept in vocab.concepts:
+            out.add(e.concept)
+            out.update(a for a in vocab.ancestors(e.concept) if a in vocab.concepts)
+    return sorted(out)
+
+
+def _clean(attrs: Mapping[str, object]) -> dict[str, object]:
+    """GraphML takes str/int/float/bool only: drop empty values, join tuples."""
+    out: dict[str, object] = {}
+    for k, v in attrs.items():
+        if isinstance(v, tuple):
+            v = " | ".join(v)
+        if v is None or v == "":
+            continue
+        out[k] = v
+    return out
+
+
+def corpus_graph(corpus: Corpus, vocab: Vocabulary | None = None) -> nx.MultiDiGraph:
+    """The whole graph: papers, entities, the concept hierarchy, every relation with evidence.
+
+    Node ids are IRIs (as in the RDF export): ``paper_iri``, ``entity_iri`` and concept IRIs;
+    ``kind`` is paper/entity/concept and ``kg_id`` the kg id. Relation edges carry
+    ``predicate, evidence, start, end, rule, confidence, paper``; an entity links to its
+    concept by ``concept`` and a concept to each broader one by ``broader``. Nodes and edges
+    are inserted sorted, so serialisations are byte-identical across runs.
+
+    >>> g = corpus_graph(corpus)
+    >>> sorted({d["kind"] for _, d in g.nodes(data=True)})
+    ['concept', 'entity', 'paper']
+    """
+    vocab = vocab or load_vocabulary()
+    nodes: list[tuple[str, dict[str, object]]] = []
+    for result in corpus.results:
+        p = result.paper
+        nodes.append((paper_iri(p.id), _clean({
+            "kind": "paper", "type": "Paper", "label": paper_label(p), "kg_id": p.id,
+            "title": p.title, "venue": p.venue, "year": p.year, "url": p.url})))
+    for eid, e in corpus.entities.items():
+        nodes.append((entity_iri(eid), _clean({
+            "kind": "entity", "type": e.type, "label": e.name, "kg_id": eid,
+            "concept": e.concept, "aliases": e.aliases})))
+    concepts = _concepts_used(corpus, vocab)
+    for iri in concepts:
+        c = vocab.concepts[iri]
+        nodes.append((iri, _clean({"kind": "concept", "type": c.type, "label": c.pref_label,
+                                   "kg_id": iri, "aliases": c.alt_labels})))
+    edges: list[tuple[str, str, str, dict[str, object]]] = []
+    for result in corpus.results:
+        for rel in result.relations:
+            source = (paper_iri(rel.subject) if rel.subject == result.paper.id
+                      else entity_iri(rel.subject))
+            edges.append((source, entity_iri(rel.object), f"{rel.predicate}|{result.paper.id}",
+                          _relation_attrs(rel, result.paper.id)))
+    for eid, e in corpus.entities.items():
+        if e.concept and e.concept in vocab.concepts:
+            edges.append((entity_iri(eid), e.concept, "concept", {"predicate": "concept"}))
+    for iri in concepts:
+        for parent in vocab.concepts[iri].broader:
+            if parent in vocab.concepts:
+                edges.append((iri, parent, "broader", {"predicate": "broader"}))
+    graph = nx.MultiDiGraph()
+    graph.add_nodes_from(sorted(nodes, key=lambda n: n[0]))
+    for source, target, key, attrs in sorted(edges, key=lambda e: e[:3]):
+        graph.add_edge(source, target, key=key, **attrs)
+    return graph
+
+
+def _relation_attrs(rel: Relation, paper_id: str) -> dict[str, object]:
+    return {"predicate": rel.predicate, "evidence": rel.evidence.text,
+            "start": rel.evidence.start, "end": rel.evidence.end, "rule": rel.rule,
+            "confidence": float(rel.confidence), "paper": paper_id}
+
+
+def write_graphml(corpus: Corpus, path: str | Path) -> Path:
+    """Write ``corpus_graph`` as GraphML (UTF-8, byte-identical for the same corpus).
+
+    Attribute keys are named after the attributes; edge ids are ``predicate|paper id``.
+    """
+    path = Path(path)
+    nx.write_graphml_xml(corpus_graph(corpus), path, named_key_ids=True)
+    return path
+
+
+def write_csv(corpus: Corpus, nodes_path: str | Path, edges_path: str | Path) -> None:
+    """Write ``corpus_graph`` as two CSV files (byte-identical for the same corpus).
+
+    ``nodes.csv``: ``id,kind,type,label,kg_id,title,concept,aliases,venue,year,url``;
+    ``edges.csv``: ``source,target,predicate,evidence,start,end,rule,confidence,paper`` (the
+    evidence columns are empty for ``concept`` and ``broader`` edges).
+    """
+    graph = corpus_graph(corpus)
+    with Path(nodes_path).open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(NODE_COLUMNS)
+        for node, data in graph.nodes(data=True):
+            writer.writerow([node, *(_cell(data.get(c)) for c in NODE_COLUMNS[1:])])
+    with Path(edges_path).open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(EDGE_COLUMNS)
+        for source, target, data in graph.edges(data=True):
+            writer.writerow([source, target, *(_cell(data.get(c)) for c in EDGE_COLUMNS[2:])])
+
+
+def _cell(value: object) -> str:
+    return "" if value is None else str(value)

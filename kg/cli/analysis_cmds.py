@@ -1,0 +1,178 @@
+"""``kg related``, ``kg shared`` and ``kg techniques``: thin wrappers over ``kg.analysis``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+GRAPH_HELP = ("An export directory from `kg build` (holds extraction.jsonl) or an extraction "
+              "JSONL; repeatable. Default: ./exports when it exists.")
+FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+                      show_default=True, help="table: readable; json: every field, full evidence.")
+
+
+def _graph_options(func):
+    func = click.argument("inputs", nargs=-1, metavar="[INPUT]...")(func)
+    return click.option("--graph", "graphs", multiple=True, metavar="DIR|FILE",
+                        help=GRAPH_HELP)(func)
+
+
+def _load(graphs: tuple[str, ...], inputs: tuple[str, ...]):
+    """The corpus from --graph and/or INPUT files (raw inputs are extracted on the fly)."""
+    from kg.cli.common import show_progress
+    from kg.pipeline import load_corpus
+
+    sources = [*graphs, *inputs]
+    if not sources:
+        if not (Path("exports") / "extraction.jsonl").is_file():
+            raise click.UsageError("no graph: pass --graph DIR (written by `kg build ... -o DIR`)"
+                                   " or INPUT files with abstracts")
+        sources = ["exports"]
+    return load_corpus(sources, progress=show_progress())
+
+
+def _one_line(text: str, width: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _dump(data: object) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@click.command()
+@click.argument("paper")
+@_graph_options
+@click.option("-n", "--limit", "n", type=click.IntRange(1), default=10, show_default=True,
+              help="How many related papers.")
+@FORMAT
+def related(paper, graphs, inputs, n, fmt):
+    """Papers related to PAPER by shared techniques, methods, models, datasets (and tasks).
+
+    Shared entities weigh by rarity (IDF) — a rare dataset says more than "Transformer".
+    Each result lists what is shared and the sentence saying so in both papers.
+    PAPER is a paper id, a unique id prefix, or part of the paper's label or title.
+
+    \b
+    Examples:
+      kg related "Rotated Runtime Smooth" --graph exports/
+      kg related p-05c5 examples/iclr2025-seed.txt --format json
+    """
+    from kg.analysis import find_paper, paper_label
+    from kg.analysis import related as related_papers
+
+    corpus = _load(graphs, inputs)
+    target = find_paper(corpus, paper)
+    results = related_papers(corpus, target.id, n=n)
+    if fmt == "json":
+        _dump({"paper": {"id": target.id, "label": paper_label(target)},
+               "related": [r.as_dict() for r in results]})
+        return
+    click.echo(f"Related to {target.id}  {paper_label(target)}")
+    if not results:
+        click.echo("  no other paper shares a technique, method, model, dataset or task with it")
+        return
+    for rank, r in enumerate(results, start=1):
+        click.echo(f"\n{rank:>2}. {r.score:6.2f}  {r.paper.id}  {paper_label(r.paper)}")
+        for s in r.shared:
+            click.echo(f"      {s.type} {s.name}  +{s.weight:.2f}")
+            click.echo(f"        this{_via(s.via)}:  {_one_line(s.evidence.text)}")
+            click.echo(f"        other{_via(s.other_via)}: {_one_line(s.other_evidence.text)}")
+
+
+def _via(names: tuple[str, ...]) -> str:
+    """" (via quantization, INT4 quantization)" for an inherited concept, else nothing."""
+    if not names:
+        return ""
+    more = f" +{len(names) - 3}" if len(names) > 3 else ""
+    return f" (via {', '.join(names[:3])}{more})"
+
+
+@click.command()
+@click.argument("technique")
+@_graph_options
+@FORMAT
+def shared(technique, graphs, inputs, fmt):
+    """Every paper using TECHNIQUE or a narrower concept, with the sentence saying so.
+
+    TECHNIQUE is matched against entity names, aliases and vocabulary labels (any case);
+    narrower concepts come from the vocabulary (e.g. "caching" includes "KV cache").
+
+    \b
+    Examples:
+      kg shared caching --graph exports/
+      kg shared "KV cache" examples/iclr2025-seed.txt --format json
+    """
+    from kg.analysis import paper_label
+    from kg.analysis import shared as shared_papers
+
+    corpus = _load(graphs, inputs)
+    uses = shared_papers(corpus, technique)
+    if fmt == "json":
+        _dump({"query": technique, "papers": [u.as_dict() for u in uses]})
+        return
+    if not uses:
+        click.echo(f"{technique}: known, but no paper in this graph uses it")
+        return
+    click.echo(f"{technique}: {len(uses)} paper{'s' if len(uses) != 1 else ''}")
+    for use in uses:
+        click.echo(f"\n{use.paper.id}  {paper_label(use.paper)}")
+        for u in use.uses:
+            narrower = "" if u.direct else " (narrower)"
+            click.echo(f"    {u.entity.type} {u.entity.name}{narrower}: "
+                       f"{_one_line(u.evidence.text)}")
+
+
+@click.command()
+@_graph_options
+@click.option("-n", "--limit", "n", type=click.IntRange(1), default=20, show_default=True,
+              help="How many techniques, pairs and clusters to show.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the community detection (same seed, same clusters).")
+@FORMAT
+def techniques(graphs, inputs, n, seed, fmt):
+    """Techniques by paper count, the most co-occurring pairs, and clusters of papers.
+
+    Techniques include used methods. Clusters are Louvain communities of the paper–entity
+    graph (IDF-weighted), labelled by their top concepts (tf-idf within the cluster).
+
+    \b
+    Examples:
+      kg techniques --graph exports/
+      kg techniques examples/iclr2025-seed.txt -n 5 --format json
+    """
+    from kg.analysis import clusters, cooccurrence, paper_label, technique_counts
+
+    corpus = _load(graphs, inputs)
+    counts = technique_counts(corpus)[:n]
+    pairs = cooccurrence(corpus)[:n]
+    groups = clusters(corpus, seed=seed)
+    if fmt == "json":
+        _dump({
+            "papers": len(corpus),
+            "techniques": [{"id": e.id, "type": e.type, "name": e.name, "papers": c}
+                           for e, c in counts],
+            "pairs": [{"a": a.id, "b": b.id, "names": [a.name, b.name], "papers": c}
+                      for a, b, c in pairs],
+            "clusters": [c.as_dict() for c in groups[:n]],
+        })
+        return
+    click.echo(f"Techniques by paper count ({len(corpus)} papers)")
+    click.echo(f"  {'papers':>6}  {'type':<9}  name")
+    for e, c in counts:
+        click.echo(f"  {c:>6}  {e.type:<9}  {e.name}")
+    click.echo("\nTop co-occurring pairs")
+    if not pairs:
+        click.echo("  (no paper uses two techniques)")
+    for a, b, c in pairs:
+        click.echo(f"  {c:>6}  {a.name} + {b.name}")
+    click.echo(f"\nClusters of papers (Louvain, seed {seed}): {len(groups)}")
+    for i, group in enumerate(groups[:n], start=1):
+        terms = ", ".join(name for name, _ in group.terms) or "(no shared concept)"
+        click.echo(f"\n{i:>3}. {len(group.papers)} papers — {terms}")
+        for p in group.papers[:5]:
+            click.echo(f"       {p.id}  {paper_label(p)}")
+        if len(group.papers) > 5:
+            click.echo(f"       … and {len(group.papers) - 5} more")

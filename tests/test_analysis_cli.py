@@ -1,0 +1,134 @@
+"""``kg related``, ``kg shared`` and ``kg techniques`` through the real click group."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import SEED, paper_with
+
+from kg.analysis import AmbiguousPaperError, NotFoundError
+from kg.cli import COMMANDS, cli
+from kg.io import write_jsonl
+
+
+@pytest.fixture(autouse=True)
+def analysis_commands(monkeypatch):
+    """Route the three commands to kg.cli.analysis_cmds (what kg/cli/__init__.py should say)."""
+    for name in ("related", "shared", "techniques"):
+        monkeypatch.setitem(COMMANDS, name, (f"kg.cli.analysis_cmds:{name}", COMMANDS[name][1]))
+
+
+@pytest.fixture(scope="module")
+def export_dir(seed_corpus, tmp_path_factory):
+    """An export directory as `kg build` writes it (extraction.jsonl is what we read)."""
+    out = tmp_path_factory.mktemp("exports")
+    with (out / "extraction.jsonl").open("w", encoding="utf-8") as fh:
+        write_jsonl(seed_corpus, fh)
+    return out
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_related_table_names_the_shared_entity_and_both_sentences(seed_corpus, export_dir):
+    folding = paper_with(seed_corpus, "We introduce model folding").paper
+    result = invoke("related", "Rotated Runtime Smooth", "--graph", str(export_dir))
+    assert result.exit_code == 0, result.output
+    first = result.output.split("\n 2.")[0]
+    assert folding.id in first
+    assert "Model LLaMA" in first
+    assert "LLaMA and Qwen" in first and "LLaMA-7B" in first
+
+
+def test_related_json_has_scores_shared_entities_and_evidence(seed_corpus, export_dir):
+    rrs = paper_with(seed_corpus, "Rotated Runtime Smooth").paper
+    folding = paper_with(seed_corpus, "We introduce model folding").paper
+    result = invoke("related", rrs.id[:9], "--graph", str(export_dir), "--format", "json",
+                    "-n", "3")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["paper"]["id"] == rrs.id
+    assert len(data["related"]) <= 3
+    top = data["related"][0]
+    assert top["id"] == folding.id and top["score"] > 0
+    llama = next(s for s in top["shared"] if s["key"] == "model/llama")
+    assert rrs.text[llama["evidence"]["start"]:llama["evidence"]["end"]] == \
+        llama["evidence"]["text"]
+
+
+def test_related_reads_raw_input_files_too(seed_corpus):
+    folding = paper_with(seed_corpus, "We introduce model folding").paper
+    result = invoke("related", "rotated runtime smooth", str(SEED), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["related"][0]["id"] == folding.id
+
+
+def test_ambiguous_paper_exits_with_the_candidates(export_dir):
+    result = invoke("related", "large", "--graph", str(export_dir))
+    assert result.exit_code == AmbiguousPaperError.exit_code != 0
+    assert "matches" in result.stderr and "p-" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
+
+
+def test_unknown_paper_exits_with_a_clear_error(export_dir):
+    result = invoke("related", "no such paper at all", "--graph", str(export_dir))
+    assert result.exit_code == NotFoundError.exit_code != 0
+    assert "no paper matches 'no such paper at all'" in result.stderr
+
+
+def test_no_graph_and_no_inputs_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("shared", "caching")
+    assert result.exit_code == 2
+    assert "--graph" in result.stderr
+
+
+def test_default_graph_is_the_exports_directory(seed_corpus, export_dir, tmp_path, monkeypatch):
+    (tmp_path / "exports").mkdir()
+    (tmp_path / "exports" / "extraction.jsonl").write_bytes(
+        (export_dir / "extraction.jsonl").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    result = invoke("shared", "LLaMA", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.output)["papers"]) == 2
+
+
+def test_shared_lists_fastercache_for_caching(seed_corpus, export_dir):
+    faster = paper_with(seed_corpus, "FasterCache").paper
+    result = invoke("shared", "Caching", "--graph", str(export_dir))
+    assert result.exit_code == 0, result.output
+    assert faster.id in result.output
+    data = json.loads(invoke("shared", "caching", "--graph", str(export_dir),
+                             "--format", "json").output)
+    (paper,) = [p for p in data["papers"] if p["id"] == faster.id]
+    assert any(u["name"] == "caching" and u["direct"] for u in paper["uses"])
+
+
+def test_shared_unknown_technique_suggests_and_fails(export_dir):
+    result = invoke("shared", "cachng", "--graph", str(export_dir))
+    assert result.exit_code == NotFoundError.exit_code != 0
+    assert "did you mean" in result.stderr and "caching" in result.stderr
+
+
+def test_techniques_json_lists_counts_pairs_and_clusters(export_dir):
+    result = invoke("techniques", "--graph", str(export_dir), "-n", "5", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["papers"] == 19
+    assert 0 < len(data["techniques"]) <= 5
+    counts = [t["papers"] for t in data["techniques"]]
+    assert counts == sorted(counts, reverse=True)
+    assert all(c["size"] >= 2 and c["terms"] for c in data["clusters"])
+    again = invoke("techniques", "--graph", str(export_dir), "-n", "5", "--format", "json")
+    assert again.output == result.output
+
+
+def test_techniques_table_has_three_sections(export_dir):
+    result = invoke("techniques", "--graph", str(export_dir))
+    assert result.exit_code == 0, result.output
+    for heading in ("Techniques by paper count (19 papers)", "Top co-occurring pairs",
+                    "Clusters of papers (Louvain, seed 0)"):
+        assert heading in result.output
