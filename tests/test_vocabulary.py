@@ -1,0 +1,66 @@
+"""The SKOS vocabulary that drives the extractor: well-formed, sized for ML literature."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+
+from kg.errors import VocabularyError
+from kg.extract import Extractor, label_key
+from kg.model import Paper
+from kg.vocab import load_vocabulary, parse_vocabulary
+
+MINIMUM = {"Technique": 400, "Model": 200, "Dataset": 250, "Hardware": 60, "Task": 150,
+           "Metric": 60}
+
+
+def test_every_type_has_at_least_the_promised_number_of_concepts():
+    counts = Counter(c.type for c in load_vocabulary().concepts.values())
+    for type_, minimum in MINIMUM.items():
+        assert counts[type_] >= minimum, (type_, counts[type_])
+
+
+def test_every_broader_target_is_a_defined_concept():
+    vocab = load_vocabulary()
+    dangling = [(c.iri, b) for c in vocab.concepts.values() for b in c.broader
+                if b not in vocab.concepts]
+    assert dangling == []
+
+
+def test_no_label_names_two_concepts_of_one_type():
+    owners = defaultdict(set)
+    for c in load_vocabulary().concepts.values():
+        if c.matchable:
+            for label in (c.pref_label, *c.alt_labels):
+                owners[(c.type, label_key(label))].add(c.iri)
+    assert {k: v for k, v in owners.items() if len(v) > 1} == {}
+
+
+def test_hierarchy_rolls_int4_quantization_up_to_model_compression():
+    vocab = load_vocabulary()
+    int4 = vocab.by_label("Technique", "INT4 quantization")
+    labels = [vocab.concepts[a].pref_label for a in vocab.ancestors(int4)]
+    assert labels[:1] == ["quantization"] and "model compression" in labels
+
+
+def test_adding_a_term_is_a_ttl_edit(tmp_path):
+    (tmp_path / "t.ttl").write_text("""
+@prefix kg: <https://w3id.org/mlkg/ontology#> .
+@prefix skos: <http://www.w3.org/2004/02/skos/core#> .
+<https://w3id.org/mlkg/concept/technique/> a skos:ConceptScheme ; kg:entityType kg:Technique .
+<https://w3id.org/mlkg/concept/technique/zorbing> a skos:Concept ;
+    skos:inScheme <https://w3id.org/mlkg/concept/technique/> ;
+    skos:prefLabel "zorbing"@en ; skos:altLabel "ZRB"@en .
+""")
+    ex = Extractor(vocab=parse_vocabulary([tmp_path / "t.ttl"]))
+    found = ex.extract_one(Paper("p", "We apply ZRB, i.e. zorbing, to models."))
+    assert {(c.span.text, c.type) for c in found.candidates} == {("ZRB", "Technique"),
+                                                                 ("zorbing", "Technique")}
+
+
+def test_a_broken_vocabulary_file_is_reported_with_its_name(tmp_path):
+    bad = tmp_path / "bad.ttl"
+    bad.write_text("this is not turtle")
+    with pytest.raises(VocabularyError, match="bad.ttl: not valid Turtle"):
+        parse_vocabulary([bad])
