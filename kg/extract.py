@@ -743,6 +743,12 @@ def _task_phrases(d: _Doc) -> None:
             continue
         if len(words) == 2 and "-" in words[0]:  # "human-level video reasoning": an adjective
             words.pop(0)
+        # English compounds take singular, non-verbal modifiers: "enhances recognition" and
+        # "generating reasoning" are clauses, "time series forecasting" is a compound.
+        if len(words[-1]) < 2 or words[-1].endswith("ing") or (
+            words[-1].endswith("s") and not words[-1].endswith(("ics", "ss", "us", "series"))
+        ):
+            continue
         start = m.end(1) - len(" ".join(words)) - (len(m.group(1)) - len(m.group(1).rstrip()))
         end = m.end(2)
         if any(s < end and start < e for s, e in taken):
