@@ -878,7 +878,8 @@ def _links(d: _Doc, chosen: list[Candidate]) -> list[Link]:
                 if o.span.start < start + m.end() or o.type not in ("Method", "Model"):
                     continue
                 gap = d.text[start + m.end():o.span.start]
-                if re.search(r"\b(?:in|on|across|using|for|with|of)\s+(?:the\s+)?$", gap) or \
+                # "outperforms X on/in/with Y": Y is where, not whom.
+                if re.search(r"\b(?:in|on|across|using|for|with|of|at|by|under)\b", gap) or \
                         label_key(o.span.text) == label_key(chosen[subject].span.text):
                     continue
                 links.append(Link(subject, predicate, j, d.span(start, end), f"{predicate}-cue",
