@@ -1,8 +1,9 @@
 """Extraction: a spaCy pipeline (no model download) that finds typed mentions and relations.
 
-The pipeline is ``spacy.blank("en")`` + ``sentencizer`` + kg's own components, registered by
-name so they show in ``nlp.pipe_names``:
+The pipeline is ``spacy.blank("en")`` with a regex tokenizer and kg's own components, registered
+by name so they show in ``nlp.pipe_names``:
 
+- ``kg_sentences`` — sentence boundaries (character offsets; abbreviation-aware);
 - ``kg_vocabulary`` — phrase matching of every SKOS label in ``ontology/vocab`` (case-insensitive,
   case-sensitive for short acronyms; plural and hyphen/space variants), plus versioned names
   built on a known family (``LLaMA-2-7B`` → Llama 2, ``ResNet18`` → ResNet-18);
@@ -61,15 +62,28 @@ def singular(word: str) -> str:
     ['strategy', 'cache', 'LLM', 'class', 'GPU', 'analysis']
     """
     lower = word.lower()
+    if len(word) > 2 and word.endswith("s") and word[:-1].isupper():  # LLMs, GPUs
+        return word[:-1]
     if len(word) <= 3 or lower.endswith(("ss", "us", "is", "ics")):
         return word
     if lower.endswith("ies") and len(word) > 4:
         return word[:-3] + ("Y" if word[-3:].isupper() else "y")
-    if lower.endswith(("sses", "shes", "ches", "xes")):
+    if lower.endswith(("sses", "xes")):
         return word[:-2]
     if lower.endswith("s"):
         return word[:-1]
     return word
+
+
+def match_key(text: str) -> str:
+    """The key under which surface forms are the same entity: case, spacing, hyphens and
+    plurals ignored ("approaches" = "approach", "KV caches" = "KV-cache").
+
+    >>> match_key("KV caches") == match_key("KV-cache"), match_key("approaches")
+    (True, 'approach')
+    """
+    key = label_key(singular_phrase(text.strip()))
+    return key[:-1] if key.endswith(("che", "she")) else key
 
 
 def is_acronym_like(label: str) -> bool:
@@ -373,7 +387,9 @@ class RegexTokenizer:
             prev = m.end()
         if prev < len(text):
             self._gap(text[prev:], words, spaces)
-        return Doc(self.vocab, words=words, spaces=spaces)
+        doc = Doc(self.vocab, words=words, spaces=spaces)
+        doc.user_data["kg_text"] = text  # Doc.text re-joins every token; keep the string
+        return doc
 
     @staticmethod
     def _gap(gap: str, words: list[str], spaces: list[bool]) -> None:
@@ -385,14 +401,28 @@ class RegexTokenizer:
             spaces.append(False)
 
 
+def _register_components() -> None:
+    from spacy.language import Language
+
+    if "kg_sentences" in Language.factories:
+        return
+
+    @Language.component("kg_sentences")
+    def kg_sentences(doc):
+        """Sentence boundaries as character offsets (a regex over the text: no Token objects)."""
+        doc.user_data["kg_sentences"] = sentence_offsets(doc.user_data["kg_text"])
+        return doc
+
+
 def _build_pipeline(extractor: Extractor):
     import spacy
     from spacy.language import Language
     from spacy.matcher import PhraseMatcher
 
+    _register_components()
     nlp = spacy.blank("en")
     nlp.tokenizer = RegexTokenizer(nlp.vocab)
-    nlp.add_pipe("sentencizer")
+    nlp.add_pipe("kg_sentences")
     ci = PhraseMatcher(nlp.vocab, attr="LOWER")
     cs = PhraseMatcher(nlp.vocab, attr="ORTH")
     keys: dict[str, list[_Label]] = {}
@@ -417,12 +447,19 @@ def _build_pipeline(extractor: Extractor):
     @Language.component(name)
     def kg_vocabulary(doc):
         found: list[Candidate] = []
-        for match_id, start, end in [*ci(doc), *cs(doc)]:
-            span = doc[start:end]
-            for label in keys[strings[match_id]]:
-                found.append(Candidate(Span(span.text, span.start_char, span.end_char),
-                                       label.type, "vocabulary", label.concept,
-                                       TYPE_CONFIDENCE["vocabulary"]))
+        matches = [*ci(doc), *cs(doc)]
+        if matches:
+            from spacy.attrs import IDX, LENGTH
+
+            offsets = doc.to_array([IDX, LENGTH]).tolist()  # no Token objects: much faster
+            text = doc.user_data["kg_text"]
+            for match_id, start, end in matches:
+                s_char = offsets[start][0]
+                e_char = offsets[end - 1][0] + offsets[end - 1][1]
+                for label in keys[strings[match_id]]:
+                    found.append(Candidate(Span(text[s_char:e_char], s_char, e_char),
+                                           label.type, "vocabulary", label.concept,
+                                           TYPE_CONFIDENCE["vocabulary"]))
         doc.user_data["kg_candidates"] = found
         return doc
 
@@ -430,17 +467,34 @@ def _build_pipeline(extractor: Extractor):
     return nlp
 
 
-def _sentence_offsets(doc, text: str) -> list[tuple[int, int]]:
-    """(start, end) character offsets of the sentencizer's sentences, without Span objects."""
-    from spacy.attrs import IDX, SENT_START
+# A sentence ends at . ! ? (or a line break, e.g. after a title) followed by a capital, digit
+# or bracket — not after the abbreviations that keep a sentence going.
+_SENTENCE_BREAK = re.compile(
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bet al\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bFig\.)(?<!\bEq\.)"
+    r"(?<!\bresp\.)(?<!\bapprox\.)"
+    r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])|\n+")
 
-    if not len(doc):
-        return [(0, len(text))]
-    array = doc.to_array([SENT_START, IDX])
-    starts = [int(idx) for flag, idx in array.tolist() if flag == 1] or [0]
-    starts[0] = 0
-    bounds = [*starts[1:], len(text)]
-    return [(s, len(text[s:e].rstrip()) + s) for s, e in zip(starts, bounds, strict=True)]
+
+def sentence_offsets(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence, trailing spaces excluded.
+
+    >>> t = "We use caching, e.g. KV caches. It works!\\nNext"
+    >>> [t[s:e] for s, e in sentence_offsets(t)]
+    ['We use caching, e.g. KV caches.', 'It works!', 'Next']
+    """
+    out: list[tuple[int, int]] = []
+    start = 0
+    for m in _SENTENCE_BREAK.finditer(text):
+        if m.start() > start:
+            out.append((start, m.start()))
+        start = m.end()
+    if start < len(text.rstrip()):
+        out.append((start, len(text.rstrip())))
+    return out or [(0, len(text))]
+
+
+def _sentence_offsets(doc, text: str) -> list[tuple[int, int]]:
+    return doc.user_data.get("kg_sentences") or sentence_offsets(text)
 
 
 def _versioned_names(extractor: Extractor, names: list[re.Match], text: str

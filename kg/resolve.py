@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
-from kg.extract import _Index, label_key, relabel, singular_phrase
+from kg.extract import _Index, match_key, relabel, singular_phrase
 from kg.model import (
     Candidate,
     Corpus,
@@ -51,7 +51,7 @@ def concept_slug(iri: str) -> str:
 
 
 def _surface_key(type_: str, text: str) -> tuple[str, str]:
-    return (type_, label_key(singular_phrase(text)))
+    return (type_, match_key(text))
 
 
 def _entity_key(c: Candidate, index: _Index) -> tuple[str, str]:

@@ -12,6 +12,17 @@ DATA = ROOT / "tests" / "data"
 
 
 @pytest.fixture(scope="session")
+def corpora_dir() -> Path:
+    """../shared/corpora (or $KG_CORPORA): licensed-for-testing data we must not copy in."""
+    from kg.evaluate import find_corpora
+
+    found = find_corpora(DATA / "dev-gold.jsonl")
+    if found is None or not (found / "openreview-2024").is_dir():
+        pytest.skip("the shared corpora are not here; set KG_CORPORA=/path/to/shared/corpora")
+    return found
+
+
+@pytest.fixture(scope="session")
 def seed_corpus():
     from kg.pipeline import run
 

@@ -20,7 +20,7 @@ from kg.resolve import resolve
 def test_pipeline_is_blank_spacy_plus_kg_components():
     nlp = Extractor().nlp
     assert nlp.meta["name"] == "pipeline" or nlp.lang == "en"
-    assert nlp.pipe_names == ["sentencizer", "kg_vocabulary"]
+    assert nlp.pipe_names == ["kg_sentences", "kg_vocabulary"]
 
 
 def test_acronym_and_long_form_become_one_entity(seed_corpus):
