@@ -33,8 +33,10 @@ def extractor(trained_model: str | None = None):
     return Extractor(trained_model=trained_model)
 
 
-def _extract_chunk(papers: list[Paper]) -> list[Extraction]:
-    return list(_WORKER.extract(papers))  # type: ignore[union-attr]
+def _extract_chunk(papers: list[Paper]) -> list[tuple]:
+    # The parent already holds the papers: send back only what was found (less pickling).
+    return [(e.candidates, e.links, e.label)
+            for e in _WORKER.extract(papers)]  # type: ignore[union-attr]
 
 
 def _chunks(items: Sequence[Paper], size: int) -> Iterator[list[Paper]]:
@@ -63,7 +65,8 @@ def extract_all(
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
     with ctx.Pool(workers, initializer=_init_worker, initargs=(trained_model,)) as pool:
         for part in pool.imap(_extract_chunk, _chunks(papers, chunk)):
-            out.extend(part)
+            base = len(out)
+            out.extend(Extraction(papers[base + i], *found) for i, found in enumerate(part))
             if on_progress:
                 on_progress(len(part))
     return out

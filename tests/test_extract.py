@@ -183,3 +183,11 @@ def test_help_does_not_import_heavy_libraries():
            "'neo4j', 'pyvis', 'networkx') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_two_workers_give_exactly_the_single_process_result():
+    from kg.ingest import read_inputs
+    from kg.pipeline import extract_all
+
+    papers = list(read_inputs([SEED]).papers) * 6  # > 2 chunks, so the pool really runs
+    assert extract_all(papers, workers=2) == extract_all(papers, workers=1)
