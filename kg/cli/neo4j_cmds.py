@@ -1,0 +1,215 @@
+"""``kg neo4j load``, ``kg cypher`` and ``kg export`` (Cypher script / neo4j-admin CSVs)."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from kg.cli.common import input_options, report_skips, show_progress
+from kg.errors import QueryError
+
+CYPHER_DIR = Path(__file__).resolve().parent.parent.parent / "cypher"
+
+
+def connection_options(func: Callable) -> Callable:
+    """--uri/--user/--password/--database, each defaulting to its NEO4J_* variable."""
+    decorators = [
+        click.option("--uri", envvar="NEO4J_URI", default="bolt://127.0.0.1:7687",
+                     show_default=True, show_envvar=True, help="Neo4j Bolt URI."),
+        click.option("--user", envvar="NEO4J_USER", default="neo4j", show_default=True,
+                     show_envvar=True, help="Neo4j user."),
+        click.option("--password", envvar="NEO4J_PASSWORD", default="", show_envvar=True,
+                     help="Neo4j password (prefer the variable: options show up in `ps`)."),
+        click.option("--database", envvar="NEO4J_DATABASE", default="neo4j", show_default=True,
+                     show_envvar=True, help="Database name."),
+    ]
+
+    def wrapper(**kwargs):
+        from kg.neo4j_store import Connection
+
+        kwargs["conn"] = Connection(kwargs.pop("uri"), kwargs.pop("user"),
+                                    kwargs.pop("password"), kwargs.pop("database"))
+        return func(**kwargs)
+
+    functools.update_wrapper(wrapper, func)
+    for decorator in reversed(decorators):
+        wrapper = decorator(wrapper)
+    return wrapper
+
+
+@click.group()
+def neo4j() -> None:
+    """Load the graph into Neo4j (see also `kg cypher` and `kg export`)."""
+
+
+@neo4j.command("load")
+@input_options
+@connection_options
+@click.option("--batch-size", type=click.IntRange(1, 100_000), default=250, show_default=True,
+              help="Papers per transaction (each paper's facts always commit together).")
+@click.option("--tx-timeout", type=click.FloatRange(0.1), default=300.0, show_default=True,
+              help="Seconds before Neo4j aborts one batch's transaction.")
+def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
+    """MERGE papers, entities, concepts and relations into Neo4j.
+
+    INPUT is raw papers (any format kg reads), an extraction JSONL, or a `kg build` output
+    directory. Loading again adds nothing; loading another corpus merges shared entities.
+    Constraints and indexes are created first.
+
+    \b
+    Examples:
+      kg neo4j load examples/iclr2025-seed.txt --uri bolt://127.0.0.1:7687 --user neo4j
+      NEO4J_PASSWORD=secret kg neo4j load exports/
+    """
+    from kg.neo4j_store import load
+    from kg.pipeline import load_corpus
+
+    notices: list[str] = []
+    corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
+                         options=ingest, notices=notices)
+    report_skips(corpus, notices)
+
+    def on_retry(batch, exc) -> None:
+        click.echo(f"warning: {batch.describe()} failed ({exc}); retrying once", err=True)
+
+    report = load(corpus, conn, papers_per_batch=batch_size, tx_timeout=tx_timeout,
+                  on_retry=on_retry)
+    click.echo(report.summary())
+
+
+def resolve_query_file(name: str) -> Path:
+    """A path, or the name of a saved query in cypher/ (with or without ``.cypher``)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    for candidate in (CYPHER_DIR / name, CYPHER_DIR / f"{name}.cypher"):
+        if candidate.is_file():
+            return candidate
+    saved = sorted(p.stem for p in CYPHER_DIR.glob("*.cypher")) if CYPHER_DIR.is_dir() else []
+    raise QueryError(f"{name}: no such file or saved query"
+                     + (f"; saved queries: {', '.join(saved)}" if saved else ""))
+
+
+def _parse_params(values: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{item!r}: use name=value", param_hint="--param")
+        out[name.strip()] = value
+    return out
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "; ".join(_cell(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def format_rows(keys: list[str], rows: list[dict], fmt: str) -> str:
+    """Rows as an aligned table, JSON (list of objects) or CSV."""
+    if fmt == "json":
+        return json.dumps(rows, ensure_ascii=False, indent=2) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(keys)
+        writer.writerows([_cell(r[k]) for k in keys] for r in rows)
+        return buf.getvalue()
+    cells = [[_cell(r[k]) for k in keys] for r in rows]
+    widths = [min(60, max([len(k)] + [len(c[i]) for c in cells])) for i, k in enumerate(keys)]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v[:60].ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+
+    out = [line(keys), line(["-" * w for w in widths])]
+    out.extend(line(c) for c in cells)
+    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(out) + "\n"
+
+
+@click.command()
+@click.argument("query_file", metavar="FILE")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="A query parameter (repeatable); types come from the file's @param lines.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
+              show_default=True)
+@click.option("--write", is_flag=True, help="Allow the query to write (default: read-only).")
+@connection_options
+def cypher(query_file, params, fmt, write, conn):
+    """Run a saved, parameterised Cypher query (a file, or a name from cypher/).
+
+    Values are sent as query parameters, never pasted into the query text. The header
+    lines `// @param name:type[=default] help` declare each file's parameters.
+
+    \b
+    Examples:
+      kg cypher papers-sharing-technique --param technique=quantization
+      kg cypher cypher/related-papers.cypher --param paper=p-05c5fc60b666 --format json
+    """
+    import neo4j as driver_pkg
+    import neo4j.exceptions as nx
+
+    from kg.neo4j_store import bind_params, connect, run_query, service_error
+
+    path = resolve_query_file(query_file)
+    text = path.read_text(encoding="utf-8")
+    bound = bind_params(text, _parse_params(params), str(path))
+    driver = connect(conn)
+    mode = driver_pkg.WRITE_ACCESS if write else driver_pkg.READ_ACCESS
+    try:
+        with driver.session(database=conn.database, default_access_mode=mode) as session:
+            keys, rows = run_query(session, text, bound)
+    except (nx.Neo4jError, nx.DriverError) as exc:
+        err = service_error(exc, conn)
+        if isinstance(err, QueryError):
+            raise QueryError(f"{path}: {err}") from exc
+        raise err from exc
+    finally:
+        driver.close()
+    click.echo(format_rows(keys, rows, fmt), nl=False)
+
+
+@click.command()
+@input_options
+@click.option("--format", "fmt", type=click.Choice(["cypher", "neo4j-admin"]), required=True,
+              help="cypher: a cypher-shell script; neo4j-admin: CSVs for database import.")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("exports"), show_default=True, help="Output directory.")
+def export(inputs, ingest, strict, workers, fmt, output):
+    """Write the graph as a Cypher script or as neo4j-admin import CSVs.
+
+    \b
+    cypher       OUTPUT/graph.cypher: `cypher-shell -u neo4j -p … -f graph.cypher`
+                 (data in :param blocks, the same MERGE statements as `kg neo4j load`).
+    neo4j-admin  OUTPUT/neo4j-admin/*.csv and import.sh for `neo4j-admin database import`.
+
+    \b
+    Examples:
+      kg export examples/iclr2025-seed.txt --format cypher
+      kg export exports/ --format neo4j-admin -o exports/
+    """
+    from kg.neo4j_store import write_admin_csvs, write_cypher_script
+    from kg.pipeline import load_corpus
+
+    notices: list[str] = []
+    corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
+                         options=ingest, notices=notices)
+    report_skips(corpus, notices)
+    if fmt == "cypher":
+        path = write_cypher_script(corpus, output / "graph.cypher")
+        click.echo(f"wrote {path}")
+    else:
+        paths = write_admin_csvs(corpus, output / "neo4j-admin")
+        click.echo(f"wrote {len(paths)} files to {output / 'neo4j-admin'} "
+                   f"(run {output / 'neo4j-admin' / 'import.sh'})")

@@ -1,0 +1,793 @@
+"""Load a Corpus into Neo4j, export it as a Cypher script or neo4j-admin CSVs, run saved queries.
+
+Graph model (the same stable ids as the RDF graph):
+
+* ``(:Paper {id, title, label, abstract, authors, keywords, venue, year, url})``
+* ``(:Entity:<Type> {id, type, name, aliases, concept})`` — ``<Type>`` is one of ENTITY_TYPES
+  (Technique, Method, Model, Dataset, Hardware, Task, Metric); ``id`` is ``Entity.id``.
+* ``(:Concept {iri, label, type, alt_labels})`` for every vocabulary concept an entity has, plus
+  all its ancestors; ``(:Entity)-[:HAS_CONCEPT]->(:Concept)`` and
+  ``(:Concept)-[:BROADER]->(:Concept)`` (``skos:broader``). "Technique X or anything narrower"
+  is ``(e)-[:HAS_CONCEPT]->()-[:BROADER*0..]->(x)``.
+* One relationship per ``Relation``: PROPOSES, USES_TECHNIQUE, … (``kg.model.PREDICATES`` in
+  UPPER_SNAKE) from the paper (or, for OUTPERFORMS/EXTENDS, from an entity) to an entity, with
+  properties ``paper, evidence, start, end, rule, confidence``. It is MERGEd on
+  ``(subject, type, object, paper, start, end, rule)``, so re-loading adds nothing.
+
+Every value travels as a query parameter; labels and relationship types (which Cypher cannot
+take as parameters) come from fixed whitelists built from ENTITY_TYPES and PREDICATES.
+
+>>> rel_type("usesTechnique")
+'USES_TECHNIQUE'
+>>> cypher_literal({"name": "it's {x})"})
+"{name: 'it\\\\'s {x})'}"
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kg.errors import InputError, KgError, QueryError, ServiceError
+from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResult, Relation
+
+DEFAULT_URI = "bolt://127.0.0.1:7687"
+DEFAULT_BATCH_PAPERS = 250
+BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+
+
+def rel_type(predicate: str) -> str:
+    """``usesTechnique`` → ``USES_TECHNIQUE`` (only for predicates in kg.model.PREDICATES)."""
+    if predicate not in PREDICATES:
+        raise KgError(f"unknown predicate {predicate!r}; expected one of {', '.join(PREDICATES)}")
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", predicate).upper()
+
+
+REL_TYPES: dict[str, str] = {p: rel_type(p) for p in PREDICATES}
+
+# ---------------------------------------------------------------------------------------------
+# Cypher statements. Labels/types are interpolated only from the whitelists above.
+
+SCHEMA: tuple[str, ...] = (
+    "CREATE CONSTRAINT kg_paper_id IF NOT EXISTS FOR (p:Paper) REQUIRE p.id IS UNIQUE",
+    "CREATE CONSTRAINT kg_entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE",
+    "CREATE CONSTRAINT kg_concept_iri IF NOT EXISTS FOR (c:Concept) REQUIRE c.iri IS UNIQUE",
+    "CREATE INDEX kg_entity_name IF NOT EXISTS FOR (e:Entity) ON (e.name)",
+    "CREATE INDEX kg_entity_type IF NOT EXISTS FOR (e:Entity) ON (e.type)",
+    "CREATE INDEX kg_concept_label IF NOT EXISTS FOR (c:Concept) ON (c.label)",
+)
+
+MERGE_CONCEPTS = """\
+UNWIND $rows AS row
+MERGE (c:Concept {iri: row.iri})
+SET c.label = row.label, c.type = row.type, c.alt_labels = row.alt_labels"""
+
+MERGE_BROADER = """\
+UNWIND $rows AS row
+MATCH (child:Concept {iri: row.child})
+MATCH (parent:Concept {iri: row.parent})
+MERGE (child)-[:BROADER]->(parent)"""
+
+MERGE_PAPERS = """\
+UNWIND $rows AS row
+MERGE (p:Paper {id: row.id})
+SET p += row.props"""
+
+
+def _merge_entities(type_: str) -> str:
+    # MERGE on the base label (the uniqueness constraint), then add the type label.
+    # Aliases are unioned so a second corpus adds its spellings instead of replacing them.
+    return f"""\
+UNWIND $rows AS row
+MERGE (e:Entity {{id: row.id}})
+SET e:{type_}, e.type = row.type, e.name = coalesce(e.name, row.name),
+    e.concept = coalesce(e.concept, row.concept),
+    e.aliases = reduce(acc = coalesce(e.aliases, []), a IN row.aliases |
+                       CASE WHEN a IN acc THEN acc ELSE acc + a END)
+WITH e, row WHERE row.concept IS NOT NULL
+MERGE (c:Concept {{iri: row.concept}})
+MERGE (e)-[:HAS_CONCEPT]->(c)"""
+
+
+def _merge_relations(rtype: str, subject_label: str) -> str:
+    return f"""\
+UNWIND $rows AS row
+MATCH (s:{subject_label} {{id: row.subject}})
+MATCH (o:Entity {{id: row.object}})
+MERGE (s)-[r:{rtype} {{paper: row.paper, start: row.start, end: row.end, rule: row.rule}}]->(o)
+SET r.evidence = row.evidence, r.confidence = row.confidence"""
+
+
+MERGE_ENTITIES: dict[str, str] = {t: _merge_entities(t) for t in ENTITY_TYPES}
+MERGE_RELATIONS: dict[tuple[str, str], str] = {
+    (p, label): _merge_relations(REL_TYPES[p], label)
+    for p in PREDICATES for label in ("Paper", "Entity")
+}
+
+# ---------------------------------------------------------------------------------------------
+# Connection
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where Neo4j is: from options, else NEO4J_URI / NEO4J_USER / NEO4J_PASSWORD / NEO4J_DATABASE.
+
+    >>> Connection.from_env(uri="bolt://127.0.0.1:17687", user="neo4j", password="x").database
+    'neo4j'
+    """
+
+    uri: str = DEFAULT_URI
+    user: str = "neo4j"
+    password: str = ""
+    database: str = "neo4j"
+
+    @classmethod
+    def from_env(cls, uri: str | None = None, user: str | None = None,
+                 password: str | None = None, database: str | None = None) -> Connection:
+        env = os.environ
+        return cls(uri=uri or env.get("NEO4J_URI") or DEFAULT_URI,
+                   user=user or env.get("NEO4J_USER") or "neo4j",
+                   password=password if password is not None else env.get("NEO4J_PASSWORD", ""),
+                   database=database or env.get("NEO4J_DATABASE") or "neo4j")
+
+
+def connect(conn: Connection, *, timeout: float = 10.0):
+    """An open, verified ``neo4j.Driver``; unreachable server or bad credentials → ServiceError."""
+    import neo4j
+
+    scheme = conn.uri.partition("://")[0].lower()
+    if scheme not in BOLT_SCHEMES:
+        raise ServiceError(f"unsupported Neo4j URI {conn.uri!r}: use one of "
+                           f"{', '.join(s + '://' for s in BOLT_SCHEMES)} "
+                           "(e.g. bolt://127.0.0.1:7687; --uri or NEO4J_URI)")
+    try:
+        driver = neo4j.GraphDatabase.driver(
+            conn.uri, auth=(conn.user, conn.password), connection_timeout=timeout,
+            max_transaction_retry_time=0, notifications_min_severity="OFF")
+    except ValueError as exc:  # malformed URI
+        raise ServiceError(f"bad Neo4j URI {conn.uri!r}: {exc}; use e.g. "
+                           "bolt://127.0.0.1:7687 (--uri or NEO4J_URI)") from exc
+    try:
+        driver.execute_query("RETURN 1", database_=conn.database)
+    except BaseException as exc:
+        driver.close()
+        raise service_error(exc, conn) from exc
+    return driver
+
+
+def service_error(exc: BaseException, conn: Connection) -> KgError:
+    """A one-line, actionable KgError for a driver exception."""
+    import neo4j.exceptions as nx
+
+    if isinstance(exc, KgError):
+        return exc
+    if isinstance(exc, nx.AuthError):
+        return ServiceError(
+            f"Neo4j at {conn.uri} rejected user {conn.user!r}: wrong user name or password "
+            "(check --user/--password or NEO4J_USER/NEO4J_PASSWORD)")
+    if isinstance(exc, nx.ServiceUnavailable | OSError):
+        return ServiceError(
+            f"cannot reach Neo4j at {conn.uri} ({_first_line(exc)}); is the server running? "
+            "(start one, e.g. scripts/neo4j-test-server start, or pass --uri / NEO4J_URI)")
+    if isinstance(exc, nx.ClientError) and "database" in str(exc.code or "").lower():
+        return ServiceError(f"Neo4j at {conn.uri}: {exc.message}; check --database / "
+                            "NEO4J_DATABASE (Community edition has only 'neo4j')")
+    if isinstance(exc, nx.ClientError):
+        return QueryError(f"Neo4j rejected the query: {exc.message} ({exc.code})")
+    if isinstance(exc, nx.Neo4jError | nx.DriverError):
+        return ServiceError(f"Neo4j at {conn.uri} failed: {_first_line(exc)}")
+    raise exc
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    """The server's code and the first sentence of its message, for one-line errors."""
+    text = (getattr(exc, "message", None) or str(exc) or "").strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    sentence = line.split(". ")[0].rstrip(".")
+    if len(sentence) > limit:
+        sentence = sentence[:limit] + "…"
+    code = getattr(exc, "code", None)
+    return f"{code}: {sentence}" if code else sentence
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows: the Corpus flattened into parameter rows (shared by the loader and the exporters).
+
+
+def paper_props(paper: Paper) -> dict[str, Any]:
+    """Node properties of a paper; empty optional fields are left out (Neo4j has no nulls)."""
+    props: dict[str, Any] = {"title": paper.title, "label": paper.label or None,
+                             "abstract": paper.abstract, "authors": list(paper.authors) or None,
+                             "keywords": list(paper.keywords) or None, "venue": paper.venue,
+                             "year": paper.year, "url": paper.url}
+    return {k: v for k, v in props.items() if v is not None}
+
+
+def entity_row(entity: Entity) -> dict[str, Any]:
+    if entity.type not in ENTITY_TYPES:
+        raise InputError(f"entity {entity.id} has type {entity.type!r}; expected one of "
+                         f"{', '.join(ENTITY_TYPES)} (re-run `kg build` on the inputs)")
+    return {"id": entity.id, "type": entity.type, "name": entity.name,
+            "aliases": list(entity.aliases), "concept": entity.concept}
+
+
+def relation_row(paper: Paper, relation: Relation) -> dict[str, Any]:
+    return {"subject": relation.subject, "object": relation.object, "paper": paper.id,
+            "start": relation.evidence.start, "end": relation.evidence.end,
+            "rule": relation.rule, "evidence": relation.evidence.text,
+            "confidence": float(relation.confidence)}
+
+
+def subject_label(result: PaperResult, relation: Relation, entities: dict[str, Entity]) -> str:
+    """``Paper`` or ``Entity``: what a relation's subject is (and check the object exists)."""
+    where = f"paper {result.paper.id} ({result.paper.source or 'input'})"
+    if relation.object not in entities:
+        raise InputError(f"{where}: relation object {relation.object!r} is not a known entity; "
+                         "the extraction file is inconsistent — rebuild it with `kg build`")
+    if relation.subject == result.paper.id:
+        return "Paper"
+    if relation.subject in entities:
+        return "Entity"
+    raise InputError(f"{where}: relation subject {relation.subject!r} is neither the paper nor "
+                     "a known entity; the extraction file is inconsistent — rebuild it")
+
+
+def concept_rows(corpus: Corpus, vocabulary=None) -> tuple[list[dict], list[dict]]:
+    """Concept rows (entities' concepts and all their ancestors) and BROADER rows, sorted."""
+    if vocabulary is None:
+        from kg.vocab import load_vocabulary
+
+        vocabulary = load_vocabulary()
+    used: set[str] = set()
+    for entity in corpus.entities.values():
+        if entity.concept:
+            used.add(entity.concept)
+            used.update(vocabulary.ancestors(entity.concept))
+    concepts, broader = [], []
+    for iri in sorted(used):
+        concept = vocabulary.concepts.get(iri)
+        if concept is None:  # an extraction file names a concept this vocabulary lacks
+            concepts.append({"iri": iri, "label": None, "type": None, "alt_labels": []})
+            continue
+        concepts.append({"iri": iri, "label": concept.pref_label, "type": concept.type,
+                         "alt_labels": list(concept.alt_labels)})
+        broader.extend({"child": iri, "parent": parent} for parent in sorted(concept.broader)
+                       if parent in used)
+    return concepts, broader
+
+
+@dataclass
+class Batch:
+    """The statements of a group of whole papers, committed in one transaction."""
+
+    index: int
+    papers: list[str]
+    statements: list[tuple[str, list[dict]]] = field(default_factory=list)
+
+    def describe(self) -> str:
+        first, last = self.papers[0], self.papers[-1]
+        span = first if first == last else f"{first} … {last}"
+        return f"batch {self.index + 1} ({len(self.papers)} papers: {span})"
+
+
+def _chunks(items: Sequence, size: int) -> Iterator[Sequence]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def plan_batches(corpus: Corpus, papers_per_batch: int = DEFAULT_BATCH_PAPERS) -> list[Batch]:
+    """Group whole papers into batches; each holds its papers, their entities and relations.
+
+    An entity is MERGEd in the first batch that uses it (later batches find it committed);
+    entities no paper uses go with the last batch.
+    """
+    if papers_per_batch < 1:
+        raise KgError("the batch size must be at least 1 paper")
+    batches: list[Batch] = []
+    placed: set[str] = set()
+    results = list(corpus.results)
+    last = (len(results) - 1) // papers_per_batch
+    for index, group in enumerate(_chunks(results, papers_per_batch)):
+        batch = Batch(index, [r.paper.id for r in group])
+        entity_ids: set[str] = set()
+        rel_rows: dict[tuple[str, str], list[dict]] = {}
+        for result in group:
+            entity_ids.update(result.entity_ids)
+            for relation in result.relations:
+                label = subject_label(result, relation, corpus.entities)
+                if label == "Entity":
+                    entity_ids.add(relation.subject)
+                entity_ids.add(relation.object)
+                rel_rows.setdefault((relation.predicate, label), []).append(
+                    relation_row(result.paper, relation))
+        entity_ids -= placed
+        if index == last:
+            entity_ids.update(set(corpus.entities) - placed - entity_ids)
+        placed.update(entity_ids)
+        batch.statements.append((MERGE_PAPERS, [{"id": r.paper.id, "props": paper_props(r.paper)}
+                                                for r in group]))
+        by_type: dict[str, list[dict]] = {}
+        for eid in sorted(entity_ids):
+            if eid not in corpus.entities:
+                raise InputError(f"entity {eid!r} is used by a paper but missing from the "
+                                 "corpus; rebuild the extraction with `kg build`")
+            row = entity_row(corpus.entities[eid])
+            by_type.setdefault(row["type"], []).append(row)
+        for type_ in ENTITY_TYPES:
+            if type_ in by_type:
+                batch.statements.append((MERGE_ENTITIES[type_], by_type[type_]))
+        for key in sorted(rel_rows):
+            batch.statements.append((MERGE_RELATIONS[key], rel_rows[key]))
+        batches.append(batch)
+    return batches
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+@dataclass
+class LoadReport:
+    """What a load did: input sizes, what Neo4j created, retries, time."""
+
+    papers: int = 0
+    entities: int = 0
+    concepts: int = 0
+    relations: int = 0
+    batches: int = 0
+    nodes_created: int = 0
+    relationships_created: int = 0
+    retried: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        text = (f"loaded {self.papers} papers, {self.entities} entities, {self.concepts} "
+                f"concepts and {self.relations} relations in {self.batches} batch(es), "
+                f"{self.seconds:.1f}s; created {self.nodes_created} nodes and "
+                f"{self.relationships_created} relationships")
+        if self.retried:
+            text += f"; retried once: {', '.join(self.retried)}"
+        return text
+
+
+def ensure_schema(session) -> None:
+    """Create kg's uniqueness constraints and indexes (idempotent)."""
+    for statement in SCHEMA:
+        session.run(statement).consume()
+
+
+def _run_batch(session, statements: Iterable[tuple[str, list[dict]]], timeout: float | None,
+               report: LoadReport, chunk: int = 5000) -> None:
+    tx = session.begin_transaction(timeout=timeout)
+    try:
+        created_nodes = created_rels = 0
+        for query, rows in statements:
+            for part in _chunks(rows, chunk):
+                counters = tx.run(query, rows=list(part)).consume().counters
+                created_nodes += counters.nodes_created
+                created_rels += counters.relationships_created
+        tx.commit()
+    except BaseException:
+        if not tx.closed():
+            tx.close()  # rolls back: nothing of this batch stays
+        raise
+    report.nodes_created += created_nodes
+    report.relationships_created += created_rels
+
+
+def load(corpus: Corpus, conn: Connection, *, papers_per_batch: int = DEFAULT_BATCH_PAPERS,
+         tx_timeout: float | None = 300.0, vocabulary=None,
+         on_retry: Callable[[Batch, BaseException], None] | None = None,
+         on_batch: Callable[[Batch], None] | None = None, driver=None) -> LoadReport:
+    """MERGE ``corpus`` into Neo4j: schema, concepts, then whole-paper batches.
+
+    Each batch is one transaction; a failed batch is rolled back, retried once (reported in
+    ``LoadReport.retried`` and to ``on_retry``), and a second failure raises ServiceError naming
+    the batch — every earlier batch stays committed, no paper is ever half written.
+
+    Example (needs a server)::
+
+        report = load(run(["examples/iclr2025-seed.txt"]), Connection.from_env())
+    """
+    import neo4j.exceptions as nx
+
+    started = time.perf_counter()
+    report = LoadReport(papers=len(corpus), entities=len(corpus.entities),
+                        relations=sum(len(r.relations) for r in corpus.results))
+    batches = plan_batches(corpus, papers_per_batch)
+    concepts, broader = concept_rows(corpus, vocabulary)
+    report.concepts = len(concepts)
+    own_driver = driver is None
+    if own_driver:
+        driver = connect(conn)
+    try:
+        with driver.session(database=conn.database) as session:
+            try:
+                ensure_schema(session)
+                _run_batch(session, [(MERGE_CONCEPTS, concepts), (MERGE_BROADER, broader)],
+                           tx_timeout, report)
+            except (nx.Neo4jError, nx.DriverError, OSError) as exc:
+                raise service_error(exc, conn) from exc
+            committed = 0
+            for batch in batches:
+                try:
+                    _run_batch(session, batch.statements, tx_timeout, report)
+                except (nx.Neo4jError, nx.DriverError, OSError) as first:
+                    if isinstance(first, nx.AuthError):
+                        raise service_error(first, conn) from first
+                    report.retried.append(batch.describe())
+                    if on_retry:
+                        on_retry(batch, first)
+                    time.sleep(0.5)
+                    try:
+                        _run_batch(session, batch.statements, tx_timeout, report)
+                    except (nx.Neo4jError, nx.DriverError, OSError) as second:
+                        raise ServiceError(
+                            f"Neo4j at {conn.uri} rejected {batch.describe()} twice "
+                            f"({_first_line(second)}); it was rolled back, {committed} "
+                            "earlier paper(s) stay committed; re-run the load (it MERGEs, "
+                            "so nothing is duplicated)") from second
+                committed += len(batch.papers)
+                report.batches += 1
+                if on_batch:
+                    on_batch(batch)
+    finally:
+        if own_driver:
+            driver.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting (for the consistency checks and `kg neo4j load` output)
+
+
+def corpus_counts(corpus: Corpus) -> dict[str, Any]:
+    """Papers, entities per type and relations per predicate of a Corpus."""
+    return {
+        "papers": len(corpus),
+        "entities": dict(sorted(Counter(e.type for e in corpus.entities.values()).items())),
+        "relations": dict(sorted(Counter(r.predicate for r in corpus.relations()).items())),
+    }
+
+
+def graph_counts(session) -> dict[str, Any]:
+    """The same counts read back from Neo4j (relationship types mapped back to predicates)."""
+    papers = session.run("MATCH (p:Paper) RETURN count(p) AS n").single()["n"]
+    entities = {}
+    for type_ in ENTITY_TYPES:
+        n = session.run(f"MATCH (e:Entity:{type_}) RETURN count(e) AS n").single()["n"]
+        if n:
+            entities[type_] = n
+    by_type = {REL_TYPES[p]: p for p in PREDICATES}
+    relations = {}
+    for record in session.run("MATCH ()-[r]->() RETURN type(r) AS t, count(r) AS n"):
+        if record["t"] in by_type:
+            relations[by_type[record["t"]]] = record["n"]
+    return {"papers": papers, "entities": dict(sorted(entities.items())),
+            "relations": dict(sorted(relations.items()))}
+
+
+# ---------------------------------------------------------------------------------------------
+# Cypher literals and the script export
+
+
+def cypher_string(value: str) -> str:
+    """A single-quoted Cypher string literal; quotes, backslashes and controls escaped."""
+    out = []
+    for ch in value:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "'":
+            out.append("\\'")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "'" + "".join(out) + "'"
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def cypher_literal(value: Any) -> str:
+    """A Cypher literal for JSON-like data (maps, lists, strings, numbers, booleans, null)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise KgError(f"cannot write the non-finite number {value!r} as Cypher")
+        return repr(value)
+    if isinstance(value, str):
+        return cypher_string(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(cypher_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = []
+        for key in value:
+            name = key if _PLAIN_KEY.match(key) else "`" + key.replace("`", "``") + "`"
+            items.append(f"{name}: {cypher_literal(value[key])}")
+        return "{" + ", ".join(items) + "}"
+    raise KgError(f"cannot write a {type(value).__name__} as a Cypher literal")
+
+
+def _one_line(query: str) -> str:
+    return " ".join(line.strip() for line in query.splitlines())
+
+
+def write_cypher_script(corpus: Corpus, path: Path, *, vocabulary=None,
+                        rows_per_param: int = 200) -> Path:
+    """Write a cypher-shell script that MERGEs the corpus (re-runnable, like ``load``).
+
+    Data goes in ``:param rows => [...]`` lines followed by the same parameterised UNWIND/MERGE
+    statements the loader uses. Run it with ``cypher-shell -u neo4j -p … -f graph.cypher``.
+    """
+    concepts, broader = concept_rows(corpus, vocabulary)
+    lines = [
+        "// kg graph as Cypher (generated by `kg export --format cypher`; deterministic).",
+        f"// {len(corpus)} papers, {len(corpus.entities)} entities, {len(concepts)} concepts, "
+        f"{sum(len(r.relations) for r in corpus.results)} relations.",
+        "// Run: cypher-shell -a bolt://127.0.0.1:7687 -u neo4j -p PASSWORD -f graph.cypher",
+        "// Every statement MERGEs, so running it twice changes nothing.",
+        "",
+    ]
+    lines.extend(f"{s};" for s in SCHEMA)
+    statements: list[tuple[str, list[dict]]] = [(MERGE_CONCEPTS, concepts),
+                                                 (MERGE_BROADER, broader)]
+    for batch in plan_batches(corpus, max(1, len(corpus))):
+        statements.extend(batch.statements)
+    for query, rows in statements:
+        for part in _chunks(rows, rows_per_param):
+            lines.append("")
+            lines.append(":param rows => " + cypher_literal(list(part)))
+            lines.append(_one_line(query) + ";")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def script_statements(text: str) -> Iterator[tuple[str, str]]:
+    """Split a cypher-shell script into ``("param", "name => expr")`` / ``("cypher", stmt)``.
+
+    Handles what ``write_cypher_script`` writes: ``//`` comment lines, one-line ``:param``
+    commands and ``;``-terminated statements (a ``;`` inside a string literal is fine because
+    statements end only at a line ending in ``;``).
+    """
+    pending: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not pending and (not stripped or stripped.startswith("//")):
+            continue
+        if not pending and stripped.startswith(":param"):
+            yield "param", stripped[len(":param"):].strip()
+            continue
+        pending.append(line)
+        if stripped.endswith(";"):
+            yield "cypher", "\n".join(pending).rstrip().removesuffix(";")
+            pending = []
+    if pending and "".join(pending).strip():
+        yield "cypher", "\n".join(pending)
+
+
+def run_cypher_script(session, text: str) -> int:
+    """Run a cypher-shell style script through the driver; returns the statements run.
+
+    ``:param name => expr`` is evaluated by the server (``RETURN expr``), as cypher-shell does.
+    """
+    params: dict[str, Any] = {}
+    count = 0
+    for kind, body in script_statements(text):
+        if kind == "param":
+            name, sep, expr = body.partition("=>")
+            if not sep:
+                raise QueryError(f"unsupported :param form {body[:60]!r}; use :param x => expr")
+            params[name.strip()] = session.run(f"RETURN {expr.strip()} AS v").single()["v"]
+        else:
+            session.run(body, params).consume()
+            count += 1
+    return count
+
+
+# ---------------------------------------------------------------------------------------------
+# neo4j-admin CSVs
+
+ADMIN_FILES = ("papers.csv", "entities.csv", "concepts.csv", "rel_paper_entity.csv",
+               "rel_entity_entity.csv", "has_concept.csv", "broader.csv")
+ARRAY_DELIMITER = ";"
+
+
+def _array(values: Iterable[str]) -> str:
+    # neo4j-admin has no escape for the array delimiter inside an item: replace it.
+    return ARRAY_DELIMITER.join(v.replace(ARRAY_DELIMITER, ",") for v in values)
+
+
+def write_admin_csvs(corpus: Corpus, out_dir: Path, *, vocabulary=None) -> list[Path]:
+    """Write nodes/relationships CSVs and ``import.sh`` for ``neo4j-admin database import``.
+
+    ID spaces keep paper ids, entity ids and concept IRIs apart (``:ID(Paper)`` etc.).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    concepts, broader = concept_rows(corpus, vocabulary)
+    tables: dict[str, tuple[list[str], list[list[Any]]]] = {}
+    tables["papers.csv"] = (
+        ["id:ID(Paper)", ":LABEL", "title", "label", "abstract", "authors:string[]",
+         "keywords:string[]", "venue", "year:int", "url"],
+        [[r.paper.id, "Paper", r.paper.title or "", r.paper.label, r.paper.abstract,
+          _array(r.paper.authors), _array(r.paper.keywords), r.paper.venue or "",
+          "" if r.paper.year is None else r.paper.year, r.paper.url or ""]
+         for r in sorted(corpus.results, key=lambda r: r.paper.id)])
+    entity_rows = [entity_row(e) for _, e in sorted(corpus.entities.items())]
+    tables["entities.csv"] = (
+        ["id:ID(Entity)", ":LABEL", "type", "name", "aliases:string[]", "concept"],
+        [[e["id"], f"Entity;{e['type']}", e["type"], e["name"], _array(e["aliases"]),
+          e["concept"] or ""] for e in entity_rows])
+    tables["concepts.csv"] = (
+        ["iri:ID(Concept)", ":LABEL", "label", "type", "alt_labels:string[]"],
+        [[c["iri"], "Concept", c["label"] or "", c["type"] or "", _array(c["alt_labels"])]
+         for c in concepts])
+    rel_header = ["paper", "evidence", "start:int", "end:int", "rule", "confidence:double"]
+    paper_rels, entity_rels = [], []
+    for result in sorted(corpus.results, key=lambda r: r.paper.id):
+        for rel in result.relations:
+            label = subject_label(result, rel, corpus.entities)
+            row = [rel.subject, rel.object, REL_TYPES[rel.predicate], result.paper.id,
+                   rel.evidence.text, rel.evidence.start, rel.evidence.end, rel.rule,
+                   repr(float(rel.confidence))]
+            (paper_rels if label == "Paper" else entity_rels).append(row)
+    tables["rel_paper_entity.csv"] = (
+        [":START_ID(Paper)", ":END_ID(Entity)", ":TYPE", *rel_header], sorted(paper_rels))
+    tables["rel_entity_entity.csv"] = (
+        [":START_ID(Entity)", ":END_ID(Entity)", ":TYPE", *rel_header], sorted(entity_rels))
+    tables["has_concept.csv"] = (
+        [":START_ID(Entity)", ":END_ID(Concept)", ":TYPE"],
+        [[e["id"], e["concept"], "HAS_CONCEPT"] for e in entity_rows if e["concept"]])
+    tables["broader.csv"] = (
+        [":START_ID(Concept)", ":END_ID(Concept)", ":TYPE"],
+        [[b["child"], b["parent"], "BROADER"] for b in broader])
+    written = []
+    for name in ADMIN_FILES:
+        header, rows = tables[name]
+        path = out_dir / name
+        with path.open("w", encoding="utf-8", newline="") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(header)
+            writer.writerows(rows)
+        written.append(path)
+    script = out_dir / "import.sh"
+    script.write_text(admin_import_script(), encoding="utf-8")
+    script.chmod(0o755)
+    written.append(script)
+    return written
+
+
+def admin_import_script() -> str:
+    """The ``neo4j-admin database import full`` command for the CSVs (run where they are)."""
+    nodes = " ".join(f"--nodes={n}" for n in ("papers.csv", "entities.csv", "concepts.csv"))
+    rels = " ".join(f"--relationships={n}" for n in ADMIN_FILES[3:])
+    return (
+        "#!/usr/bin/env bash\n"
+        "# Import the kg graph into an empty database (stop Neo4j first; Neo4j 5.x).\n"
+        "# Usage: ./import.sh [DATABASE]   (then create the constraints: see graph.cypher)\n"
+        "set -euo pipefail\ncd \"$(dirname \"$0\")\"\n"
+        # The database name goes first: --nodes/--relationships take several files each.
+        "neo4j-admin database import full \"${1:-neo4j}\" --overwrite-destination "
+        f"--multiline-fields=true --array-delimiter='{ARRAY_DELIMITER}' {nodes} {rels}\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Saved queries
+
+
+@dataclass(frozen=True)
+class QueryParam:
+    name: str
+    kind: str  # str | int | float | bool | list
+    default: Any = None
+    required: bool = True
+    help: str = ""
+
+
+_PARAM_LINE = re.compile(
+    r"^//\s*@param\s+(?P<name>[A-Za-z_]\w*)\s*:\s*(?P<kind>str|int|float|bool|list)"
+    r"(?:\s*=\s*(?P<default>\S+))?\s*(?P<help>.*)$")
+
+
+def query_params(text: str) -> dict[str, QueryParam]:
+    """Parameters declared in a saved query's header: ``// @param name:type[=default] help``.
+
+    >>> query_params("// @param limit:int=10 how many")["limit"].default
+    10
+    """
+    out: dict[str, QueryParam] = {}
+    for line in text.splitlines():
+        m = _PARAM_LINE.match(line.strip())
+        if not m:
+            continue
+        kind = m["kind"]
+        raw = m["default"]
+        default = None if raw in (None, "null") else convert_param(m["name"], kind, raw)
+        out[m["name"]] = QueryParam(m["name"], kind, default, raw is None, m["help"].strip())
+    return out
+
+
+def convert_param(name: str, kind: str, raw: str) -> Any:
+    """Turn a ``--param name=value`` string into the declared type."""
+    try:
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+        if kind == "bool":
+            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(raw)
+            return raw.lower() in ("true", "1", "yes")
+        if kind == "list":
+            return json.loads(raw) if raw.startswith("[") else [v for v in raw.split(",") if v]
+    except ValueError as exc:
+        raise QueryError(f"--param {name}={raw}: not a valid {kind}") from exc
+    return raw
+
+
+def bind_params(text: str, given: dict[str, str], path: str = "query") -> dict[str, Any]:
+    """Declared params from ``given`` (strings, converted) or defaults; unknown/missing → error."""
+    declared = query_params(text)
+    params: dict[str, Any] = {}
+    for name, raw in given.items():
+        if declared and name not in declared:
+            raise QueryError(f"{path}: unknown parameter {name!r}; it takes "
+                             + (", ".join(sorted(declared)) or "no parameters"))
+        params[name] = convert_param(name, declared[name].kind, raw) if name in declared else raw
+    for name, p in declared.items():
+        if name not in params:
+            if p.required:
+                raise QueryError(f"{path}: missing parameter {name!r}; pass --param {name}=…"
+                                 + (f" ({p.help})" if p.help else ""))
+            params[name] = p.default
+    return params
+
+
+def to_plain(value: Any) -> Any:
+    """Driver values (nodes, relationships, paths, temporals) as JSON-friendly data."""
+    import neo4j.graph as ng
+
+    if isinstance(value, ng.Node):
+        return {"labels": sorted(value.labels), **{k: to_plain(v) for k, v in value.items()}}
+    if isinstance(value, ng.Relationship):
+        return {"type": value.type, **{k: to_plain(v) for k, v in value.items()}}
+    if isinstance(value, ng.Path):
+        return [to_plain(x) for pair in zip(value.nodes, [*value.relationships, None],
+                                            strict=True) for x in pair if x is not None]
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
+    if hasattr(value, "iso_format"):
+        return value.iso_format()
+    return value
+
+
+def run_query(session, text: str, params: dict[str, Any]) -> tuple[list[str], list[dict]]:
+    """Run a (read) query; returns column names and rows as plain data."""
+    result = session.run(text, params)
+    records = list(result)
+    keys = list(result.keys())
+    return keys, [{k: to_plain(r[k]) for k in keys} for r in records]
