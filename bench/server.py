@@ -1,0 +1,133 @@
+"""Benchmark: the SPARQL endpoint on the full ICLR+ICML 2024 graph (targets: saved queries
+p50 < 50 ms; 50 concurrent clients without errors).
+
+    .venv/bin/python bench/build.py            # once, writes bench/out/build/
+    .venv/bin/python bench/server.py [--graph bench/out/build] [--repeat 30] [--clients 50]
+
+Starts `kg serve` in-process on an ephemeral loopback port (its real worker processes), then
+1. runs every saved query (sparql/*.rq) --repeat times, one at a time, and prints p50/p95;
+   queries with a ?paper_id parameter get one with the endpoint's $paper_id= binding;
+2. runs --clients threads at once, each sending --per-client mixed saved queries, and prints
+   errors, throughput and latency percentiles. All traffic goes to 127.0.0.1 and is bounded.
+Figures, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kg.server import ServerConfig, saved_queries, start_server  # noqa: E402
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def post(url: str, query: str, binds: dict[str, str] | None = None) -> tuple[int, float, int]:
+    """(status, seconds, rows) for one POSTed query ($name=value parameters bind variables)."""
+    data = urllib.parse.urlencode({"query": query, **{f"${k}": v for k, v in (binds or {}).items()}}
+                                  ).encode()
+    request = urllib.request.Request(url, data=data, headers={
+        "Accept": "application/sparql-results+json"})
+    t0 = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            body = response.read()
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        exc.read()
+        return exc.code, time.perf_counter() - t0, 0
+    elapsed = time.perf_counter() - t0
+    rows = len(json.loads(body).get("results", {}).get("bindings", []))
+    return status, elapsed, rows
+
+
+def busiest_paper(url: str) -> str:
+    query = ("PREFIX kg: <https://w3id.org/mlkg/ontology#> "
+             "PREFIX dcterms: <http://purl.org/dc/terms/> "
+             "SELECT ?id (COUNT(?e) AS ?n) WHERE { ?p a kg:Paper ; dcterms:identifier ?id ; "
+             "kg:mentions ?e } GROUP BY ?id ORDER BY DESC(?n) ?id LIMIT 1")
+    data = urllib.parse.urlencode({"query": query}).encode()
+    with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=60) as r:
+        return json.loads(r.read())["results"]["bindings"][0]["id"]["value"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--graph", type=Path, default=ROOT / "bench" / "out" / "build")
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--per-client", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=10.0)
+    args = parser.parse_args()
+
+    t0 = time.perf_counter()
+    server = start_server(ServerConfig(graph=args.graph, port=0, workers=args.workers,
+                                       timeout=args.timeout))
+    print(f"server up in {time.perf_counter() - t0:.1f} s: {server.httpd.pool.triples:,} "
+          f"triples, {args.workers} workers, {server.url}")
+    try:
+        paper = busiest_paper(server.url)
+        queries = {}
+        for name, text in saved_queries().items():
+            binds = {"paper_id": paper} if "?paper_id" in text else {}
+            queries[name] = (text, binds)
+
+        print(f"\n1) each saved query x{args.repeat}, sequential (paper_id = {paper})")
+        print(f"   {'query':<28} {'rows':>6} {'p50 ms':>8} {'p95 ms':>8}")
+        p50s = []
+        for name, (text, binds) in queries.items():
+            post(server.url, text, binds)  # warm-up
+            runs = [post(server.url, text, binds) for _ in range(args.repeat)]
+            bad = [s for s, _, _ in runs if s != 200]
+            times = [t * 1000 for _, t, _ in runs]
+            p50s.append(statistics.median(times))
+            print(f"   {name:<28} {runs[0][2]:>6} {statistics.median(times):>8.1f} "
+                  f"{percentile(times, 0.95):>8.1f}" + (f"  ERRORS {len(bad)}" if bad else ""))
+        print(f"   median of the per-query p50s: {statistics.median(p50s):.1f} ms; "
+              f"max p50: {max(p50s):.1f} ms (target < 50 ms)")
+
+        print(f"\n2) {args.clients} concurrent clients x {args.per_client} requests")
+        names = list(queries)
+        lock = threading.Lock()
+        results: list[tuple[int, float]] = []
+
+        def client(i: int) -> None:
+            for j in range(args.per_client):
+                text, binds = queries[names[(i + j) % len(names)]]
+                status, elapsed, _ = post(server.url, text, binds)
+                with lock:
+                    results.append((status, elapsed))
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(client, range(args.clients)))
+        wall = time.perf_counter() - t0
+        errors = sum(1 for s, _ in results if s != 200)
+        times = [t * 1000 for _, t in results]
+        print(f"   {len(results)} requests in {wall:.1f} s ({len(results) / wall:.0f} req/s), "
+              f"errors: {errors}; latency p50 {statistics.median(times):.0f} ms, "
+              f"p95 {percentile(times, 0.95):.0f} ms, max {max(times):.0f} ms")
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""``kg build``, ``kg validate``, ``kg sparql`` and ``kg serve``: the RDF side of kg."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from kg.cli.common import input_options, report_skips, show_progress
+from kg.errors import InputError, KgError, QueryError
+
+RESULT_FORMATS = ("table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "jsonld")
+
+
+@click.command()
+@input_options
+@click.option("-o", "--output", "out_dir", default="exports", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for graph.ttl/.nt/.jsonld, graph.graphml, nodes.csv, edges.csv "
+                   "and extraction.jsonl.")
+@click.option("--top", type=click.IntRange(0), default=10, show_default=True,
+              help="How many of the most shared techniques the summary lists.")
+def build(inputs, ingest, strict, workers, out_dir, top):
+    """Build the graph and write every export (the main job).
+
+    Runs ingest → extract → resolve and writes, deterministically (byte-identical on re-run):
+    graph.ttl, graph.nt (sorted N-Triples), graph.jsonld, graph.graphml, nodes.csv, edges.csv
+    and extraction.jsonl. A summary goes to stdout; skipped records to stderr.
+
+    \b
+    Examples:
+      kg build examples/iclr2025-seed.txt -o exports/
+      kg build papers.csv --abstract-field summary --strict --workers 2
+      kg build exports/extraction.jsonl -o exports2/   # re-export without re-extracting
+    """
+    from kg import analysis
+    from kg.io import write_jsonl
+    from kg.pipeline import load_corpus
+    from kg.rdf import write_rdf
+
+    notices: list[str] = []
+    corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
+                         options=ingest, notices=notices)
+    report_skips(corpus, notices)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = write_rdf(corpus, out_dir)
+    analysis.write_graphml(corpus, out_dir / "graph.graphml")
+    analysis.write_csv(corpus, out_dir / "nodes.csv", out_dir / "edges.csv")
+    with (out_dir / "extraction.jsonl").open("w", encoding="utf-8", newline="") as fh:
+        write_jsonl(corpus, fh)
+    with paths["nt"].open("rb") as fh:
+        triples = sum(1 for _ in fh)
+
+    types = Counter(e.type for e in corpus.entities.values())
+    predicates = Counter(r.predicate for r in corpus.relations())
+    echo = click.echo
+    echo(f"papers: {len(corpus)}")
+    echo(f"entities: {len(corpus.entities)}"
+         + (" (" + ", ".join(f"{t} {n}" for t, n in sorted(types.items())) + ")" if types else ""))
+    echo(f"relations: {sum(predicates.values())}"
+         + (" (" + ", ".join(f"{p} {n}" for p, n in sorted(predicates.items())) + ")"
+            if predicates else ""))
+    if top:
+        shared = analysis.top_shared_techniques(corpus, top)
+        echo("most shared techniques: " + (", ".join(f"{e.name} ({n} papers)" for e, n in shared)
+                                           or "none used by two or more papers"))
+    echo(f"skipped records: {len(corpus.skipped)}")
+    echo(f"wrote {out_dir}/: graph.ttl ({triples} triples), graph.nt, graph.jsonld, "
+         "graph.graphml, nodes.csv, edges.csv, extraction.jsonl")
+
+
+@click.command()
+@click.argument("graph", type=click.Path(path_type=Path))
+@click.option("--shapes", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None, help="SHACL shapes file (default: kg's ontology/shapes.ttl).")
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True,
+              help="How many violations to list.")
+def validate(graph, shapes, limit):
+    """Check a graph (Turtle, N-Triples, JSON-LD, or an export dir) against the SHACL shapes.
+
+    Prints each violation (focus node, property, message) and exits 1 if there are any.
+
+    \b
+    Examples:
+      kg validate exports/graph.ttl
+      kg validate exports/ --shapes my-shapes.ttl
+    """
+    from kg.rdf import validate_graph
+
+    violations = validate_graph(graph, shapes)
+    if not violations:
+        click.echo(f"{graph}: conforms to the shapes (0 violations)")
+        return
+    for v in violations[:limit]:
+        click.echo(f"{v.severity}: {v.focus}" + (f" {v.path}" if v.path else "")
+                   + f": {v.message}" + (f" (value {v.value})" if v.value else ""))
+    if len(violations) > limit:
+        click.echo(f"… and {len(violations) - limit} more (--limit)")
+    raise KgError(f"{graph}: {len(violations)} SHACL violation(s)")
+
+
+def _read_query(query: str) -> str:
+    """QUERY as given: a file, else a saved query's name (sparql/NAME.rq), else SPARQL text."""
+    from kg.server import saved_queries
+
+    path = Path(query)
+    if "\n" not in query and path.is_file():
+        return path.read_text(encoding="utf-8")
+    if "\n" not in query and len(query) < 256:
+        saved = saved_queries()
+        stem = path.stem if query.endswith(".rq") else query.strip()
+        if stem in saved:
+            return saved[stem]
+        if query.endswith(".rq") or not any(ch.isspace() or ch == "{" for ch in query.strip()):
+            raise InputError(f"{query}: no such query file or saved query; saved queries: "
+                             + ", ".join(sorted(saved)))
+    return query
+
+
+@click.command()
+@click.argument("query")
+@click.option("--graph", default="exports", show_default=True, type=click.Path(path_type=Path),
+              help="Graph file (.ttl/.nt/.jsonld) or a `kg build` output directory.")
+@click.option("--format", "fmt", type=click.Choice(RESULT_FORMATS), default="table",
+              show_default=True, help="table/json/csv/tsv/xml for SELECT and ASK; "
+                                      "turtle/ntriples/jsonld for CONSTRUCT and DESCRIBE.")
+@click.option("--bind", "binds", multiple=True, metavar="NAME=VALUE",
+              help="Give ?NAME a value (repeatable). VALUE is a string, <iri>, prefix:name "
+                   "(kg's prefixes), or an N-Triples literal like '\"5\"^^xsd:integer'.")
+@click.option("--max-results", type=click.IntRange(1), default=None,
+              help="Stop after this many rows (default: all).")
+def sparql(query, graph, fmt, binds, max_results):
+    """Run a SPARQL query (a .rq file, a saved query name, or the text) on a graph.
+
+    \b
+    Examples:
+      kg sparql sparql/techniques-by-paper-count.rq --graph exports/
+      kg sparql papers-sharing-technique --bind technique=quantization
+      kg sparql 'SELECT (COUNT(*) AS ?n) WHERE { ?p a kg:Paper }' --format json
+    """
+    import pyoxigraph as ox
+
+    from kg.rdf import parse_binding
+    from kg.server import execute_query, load_store
+
+    text = _read_query(query)
+    substitutions = {}
+    for bind in binds:
+        name, sep, value = bind.partition("=")
+        name = name.strip().lstrip("?$")
+        if not sep or not name:
+            raise QueryError(f"--bind {bind!r}: write it as NAME=VALUE")
+        substitutions[ox.Variable(name)] = parse_binding(value)
+    store = load_store(graph)
+    requested = "json" if fmt == "table" else fmt
+    try:
+        out = execute_query(store, text, requested=requested, max_results=max_results or 2**62,
+                            substitutions=substitutions or None)
+    except SyntaxError as exc:
+        raise QueryError(f"malformed query: {exc}") from exc
+    except RuntimeError as exc:  # e.g. a --bind variable the query does not project
+        raise QueryError(f"{exc}; a --bind variable must appear in the SELECT clause") from exc
+    except OSError as exc:
+        raise QueryError(f"query failed: {exc}") from exc
+    if fmt == "table" and out.kind == "results":
+        _print_table(json.loads(out.body))
+    else:
+        sys.stdout.buffer.write(out.body)
+        if out.body and not out.body.endswith(b"\n"):
+            sys.stdout.buffer.write(b"\n")
+        sys.stdout.flush()
+    if out.truncated:
+        click.echo(f"(cut at --max-results {max_results})", err=True)
+
+
+def _short(binding: dict | None, width: int = 70) -> str:
+    from kg.rdf import PREFIXES
+
+    if not binding:
+        return ""
+    value = binding["value"]
+    if binding["type"] == "uri":
+        best = max((ns for ns in PREFIXES.values() if value.startswith(ns)), key=len, default="")
+        if best:
+            prefix = next(k for k, v in PREFIXES.items() if v == best)
+            value = f"{prefix}:{value[len(best):]}"
+        else:
+            value = f"<{value}>"
+    value = " ".join(value.split())
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def _print_table(doc: dict) -> None:
+    if "boolean" in doc:
+        click.echo("true" if doc["boolean"] else "false")
+        return
+    names = doc["head"]["vars"]
+    rows = [[_short(b.get(n)) for n in names] for b in doc["results"]["bindings"]]
+    # Columns never bound in any row (e.g. an unbound parameter) are left out.
+    keep = [i for i, _ in enumerate(names) if any(r[i] for r in rows)] or list(range(len(names)))
+    names = [names[i] for i in keep]
+    rows = [[r[i] for i in keep] for r in rows]
+    widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
+    click.echo("  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip())
+    click.echo("  ".join("-" * w for w in widths))
+    for row in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    click.echo(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+
+
+@click.command()
+@click.argument("graph", default="exports", type=click.Path(path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind (loopback by default; anything else exposes the graph).")
+@click.option("--port", type=click.IntRange(0, 65535), default=7878, show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds a query may run before it is stopped (answered 503).")
+@click.option("--max-results", type=click.IntRange(1), default=10_000, show_default=True,
+              help="Rows (or triples) returned at most per query.")
+@click.option("--allow-update", is_flag=True,
+              help="Accept SPARQL UPDATE (in memory only; the graph file is not changed).")
+@click.option("--workers", type=click.IntRange(1, 32), default=2, show_default=True,
+              help="Query worker processes (each holds the graph in memory).")
+def serve(graph, host, port, timeout, max_results, allow_update, workers):
+    """Serve a graph as a read-only SPARQL 1.1 endpoint at http://HOST:PORT/sparql.
+
+    GET/POST query=…, application/sparql-query bodies; SELECT/ASK as SPARQL JSON, XML, CSV or
+    TSV, CONSTRUCT/DESCRIBE as Turtle, N-Triples or JSON-LD (Accept header or ?format=).
+    A query page is at /. UPDATE is refused (403) unless --allow-update.
+
+    \b
+    Examples:
+      kg serve exports/
+      kg serve exports/graph.ttl --port 8000 --timeout 5 --max-results 1000
+    """
+    from kg.server import ServerConfig
+    from kg.server import serve as run_server
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: binding {host}: the endpoint will be reachable from other "
+                   "machines", err=True)
+    run_server(ServerConfig(graph=graph, host=host, port=port, timeout=timeout,
+                            max_results=max_results, allow_update=allow_update, workers=workers))
