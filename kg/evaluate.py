@@ -177,9 +177,9 @@ def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
                 spurious.append(f"{e.type}:{e.name}")
         report.errors.append({"paper": g.paper.source, "missed": missed, "spurious": spurious})
         predicted_techniques.append({e.id for e, _ in predicted if e.type == "Technique"})
-        gold_techniques.append(({ge.name.casefold() for ge in g.entities
-                                 if ge.type == "Technique" and ge.core},
-                                {ge.name.casefold() for ge in g.entities if ge.type == "Technique"}))
+        techniques = [ge for ge in g.entities if ge.type == "Technique"]
+        gold_techniques.append(({ge.name.casefold() for ge in techniques if ge.core},
+                                {ge.name.casefold() for ge in techniques}))
     for c in report.per_type.values():
         for attr in ("tp", "fn", "tp_pred", "fp"):
             setattr(report.overall, attr, getattr(report.overall, attr) + getattr(c, attr))

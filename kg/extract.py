@@ -663,7 +663,7 @@ def _name_at(text: str, pos: int) -> tuple[int, int] | None:
     if _is_name_token(token):
         return m.start(), m.end()
     run = re.match(r"(?:[A-Z][\w\-]*\s+){1,4}[A-Z][\w\-]*", text[pos:])
-    if run and not run.group(0).split()[0] in _STOP_NAMES:
+    if run and run.group(0).split()[0] not in _STOP_NAMES:
         return pos, pos + run.end()
     return None
 
@@ -719,7 +719,7 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
             found.append((m.start(), m.end(), _head_type(description), description.strip(" ,")))
     for m in _NAMING_CUE.finditer(text):
         named = _name_at(text, m.end())
-        if named and _is_name_token(text[named[0]:named[1]].split()[0]) or (
+        if (named and _is_name_token(text[named[0]:named[1]].split()[0])) or (
             named and " " in text[named[0]:named[1]]
         ):
             sent = d.sentence_of(m.start())
@@ -734,14 +734,14 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
         sent = d.sentence_of(m.start())
         before = text[max(sent.start, m.start() - 60):m.start()]
         head_m = _HEAD_BEFORE_NAME.search(before)
-        if head_m and _PROPOSE_WORD.search(text[sent.start:m.start()]) or (
+        if (head_m and _PROPOSE_WORD.search(text[sent.start:m.start()])) or (
             head_m and re.search(r"\b(?:our|the proposed)\s+\w*\s*$",
                                  before[:head_m.start()], re.IGNORECASE)
         ):
             found.append((m.start(), m.end(), _head_type(head_m.group("head")), ""))
     # One type per proposed name: an explicit "a benchmark"/"a model" beats the Method default.
     typed: dict[str, str] = {}
-    for start, end, type_, description in found:
+    for start, end, type_, _ in found:
         key = label_key(text[start:end].strip())
         if type_ != "Method" or key not in typed:
             typed[key] = type_ if typed.get(key, "Method") == "Method" else typed[key]
@@ -772,17 +772,17 @@ _TASK_HEADS = ("generation|synthesis|classification|estimation|recognition|detec
 _TASK_PHRASE = re.compile(
     r"(?<![\w\-])((?:(?:[a-z][a-z0-9\-]*|[1-9]D)\s+){1,2})(" + _TASK_HEADS + r")\b")
 _TASK_STOP = set("""
-a an the of for in on and or to with by from as at via into over under between across than
-is are be been was were this that these those our their its his her such which whose what
+a an the of for in on and or to with by from as at via into over under between across than is
+are be been was were this that these those our their its his her such which whose what
 efficient effective accurate robust better improved existing downstream various many several
 multiple different other new novel challenging complex real-world large-scale fine-grained
-high-quality low-quality high low fast faster efficient scalable general generic standard
-proposed based learned trained training test testing inference joint end-to-end simple more
-most less first second final overall each all both any some further future prior previous
-accurate precise reliable strong stronger weak zero-shot few-shot one-shot open-ended
-do does not can could may might will would should must also only even then thus hence
-enable enables enabling achieve achieves improve improves improving perform performs
-""".split())
+high-quality low-quality high low fast faster scalable general generic standard proposed based
+learned trained training test testing inference joint end-to-end simple more most less first
+second final overall each all both any some further future prior previous precise reliable
+strong stronger weak zero-shot few-shot one-shot open-ended do does not can could may might
+will would should must also only even then thus hence enable enables enabling achieve achieves
+improve improves improving perform performs
+""".split())  # noqa: SIM905 (a word list reads better as text)
 
 
 def _task_phrases(d: _Doc) -> None:

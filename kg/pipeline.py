@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kg.errors import InputError, StrictModeError
 from kg.ingest import IngestOptions, read_inputs
-from kg.model import Corpus, Extraction, Paper, Skip
+from kg.model import Corpus, Extraction, Paper
 
 _WORKER = None  # the per-process Extractor
 
@@ -78,7 +78,7 @@ def run(
     strict: bool = False,
     workers: int = 1,
     progress: bool = False,
-    options: IngestOptions = IngestOptions(),
+    options: IngestOptions | None = None,
     notices: list[str] | None = None,
     trained_model: str | None = None,
 ) -> Corpus:
@@ -88,7 +88,7 @@ def run(
     """
     from kg.resolve import resolve
 
-    ingested = read_inputs(inputs, options)
+    ingested = read_inputs(inputs, options or IngestOptions())
     if notices is not None:
         notices.extend(ingested.notices)
     if strict and ingested.skipped:

@@ -20,9 +20,8 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
 
-from kg.extract import _Index, match_key, relabel, singular_phrase
+from kg.extract import _Index, clean_text, match_key, relabel, sentence_offsets, singular_phrase
 from kg.model import (
     Candidate,
     Corpus,
@@ -164,11 +163,7 @@ def _sentence_for(ex: Extraction, span: Span) -> Span:
         if link.evidence.start <= span.start < link.evidence.end:
             return link.evidence
     text = ex.paper.text
-    start = max(text.rfind(". ", 0, span.start) + 2, text.rfind("\n", 0, span.start) + 1, 0)
-    stop = text.find(". ", span.end)
-    end = len(text) if stop < 0 else stop + 1
-    return Span(text[start:end], start, end)
-
-
-def merge_skips(corpus: Corpus, skipped: Sequence[Skip]) -> Corpus:
-    return replace(corpus, skipped=tuple(skipped))
+    for start, end in sentence_offsets(clean_text(text)):
+        if start <= span.start < end:
+            return Span(text[start:end], start, end)
+    return Span(text, 0, len(text))

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import DATA
+
 from kg.cli import cli
 from kg.errors import InputError
 from kg.evaluate import Counts, evaluate, load_gold

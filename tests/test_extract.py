@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 from click.testing import CliRunner
-
 from conftest import DATA, ROOT, SEED, names_of, paper_with
+
 from kg.cli import cli
 from kg.extract import Extractor
 from kg.model import ENTITY_TYPES, PREDICATES, Paper
@@ -132,6 +132,17 @@ def test_every_relation_has_evidence_rule_and_confidence(seed_corpus):
             assert r.rule and 0 < r.confidence <= 1
             assert r.evidence.text and r.evidence.end > r.evidence.start
     assert {e.type for e in seed_corpus.entities.values()} <= set(ENTITY_TYPES)
+
+
+def test_mention_evidence_is_the_whole_sentence_holding_the_first_mention(seed_corpus):
+    for result in seed_corpus.results:
+        first = {eid: spans[0] for eid, spans in result.mentions}
+        for r in result.relations:
+            if r.predicate == "mentions":
+                m = first[r.object]
+                assert r.evidence.start <= m.start < r.evidence.end
+                before = result.paper.text[:r.evidence.start].rstrip()
+                assert before == "" or before[-1] in ".!?\n", r.evidence.text[:30]
 
 
 def test_hardware_is_found_with_its_relation():

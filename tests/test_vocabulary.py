@@ -62,5 +62,5 @@ def test_adding_a_term_is_a_ttl_edit(tmp_path):
 def test_a_broken_vocabulary_file_is_reported_with_its_name(tmp_path):
     bad = tmp_path / "bad.ttl"
     bad.write_text("this is not turtle")
-    with pytest.raises(VocabularyError, match="bad.ttl: not valid Turtle"):
+    with pytest.raises(VocabularyError, match=r"bad\.ttl: not valid Turtle"):
         parse_vocabulary([bad])
