@@ -155,3 +155,17 @@ def test_sparql_explains_a_missing_graph(tmp_path):
     proc = kg("sparql", "techniques-by-paper-count", "--graph", tmp_path)
     assert proc.returncode == 2
     assert "kg build" in proc.stderr
+
+
+def test_build_writes_the_offline_html_view_unless_told_not_to(tmp_path):
+    from click.testing import CliRunner
+
+    from kg.cli import cli
+
+    seed = Path(__file__).parent.parent / "examples" / "iclr2025-seed.txt"
+    result = CliRunner().invoke(cli, ["build", str(seed), "-o", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    html = (tmp_path / "a" / "graph.html").read_text(encoding="utf-8")
+    assert "<script src=" not in html and "LOTOS" in html
+    result = CliRunner().invoke(cli, ["build", str(seed), "-o", str(tmp_path / "b"), "--no-html"])
+    assert result.exit_code == 0 and not (tmp_path / "b" / "graph.html").exists()

@@ -23,12 +23,15 @@ RESULT_FORMATS = ("table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "j
                    "and extraction.jsonl.")
 @click.option("--top", type=click.IntRange(0), default=10, show_default=True,
               help="How many of the most shared techniques the summary lists.")
-def build(inputs, ingest, strict, workers, out_dir, top):
+@click.option("--html/--no-html", default=True, show_default=True,
+              help="Also write graph.html, the offline interactive view (as `kg viz`).")
+def build(inputs, ingest, strict, workers, out_dir, top, html):
     """Build the graph and write every export (the main job).
 
     Runs ingest → extract → resolve and writes, deterministically (byte-identical on re-run):
-    graph.ttl, graph.nt (sorted N-Triples), graph.jsonld, graph.graphml, nodes.csv, edges.csv
-    and extraction.jsonl. A summary goes to stdout; skipped records to stderr.
+    graph.ttl, graph.nt (sorted N-Triples), graph.jsonld, graph.graphml, nodes.csv, edges.csv,
+    extraction.jsonl and graph.html (the offline interactive view; ``--no-html`` skips it).
+    A summary goes to stdout; skipped records to stderr.
 
     \b
     Examples:
@@ -51,6 +54,10 @@ def build(inputs, ingest, strict, workers, out_dir, top):
     analysis.write_csv(corpus, out_dir / "nodes.csv", out_dir / "edges.csv")
     with (out_dir / "extraction.jsonl").open("w", encoding="utf-8", newline="") as fh:
         write_jsonl(corpus, fh)
+    if html:
+        from kg.viz import write_viz
+
+        viz = write_viz(corpus, out_dir / "graph.html")
     with paths["nt"].open("rb") as fh:
         triples = sum(1 for _ in fh)
 
@@ -69,7 +76,10 @@ def build(inputs, ingest, strict, workers, out_dir, top):
                                            or "none used by two or more papers"))
     echo(f"skipped records: {len(corpus.skipped)}")
     echo(f"wrote {out_dir}/: graph.ttl ({triples} triples), graph.nt, graph.jsonld, "
-         "graph.graphml, nodes.csv, edges.csv, extraction.jsonl")
+         "graph.graphml, nodes.csv, edges.csv, extraction.jsonl"
+         + (", graph.html" if html else ""))
+    if html and viz.notice:
+        echo(f"graph.html: {viz.notice}")
 
 
 @click.command()
