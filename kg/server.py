@@ -17,6 +17,7 @@ logged, so a replacement worker replays them and all workers keep the same data.
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
 import hashlib
 import html
@@ -362,7 +363,8 @@ class QueryPool:
     """Worker processes with the graph loaded; a runaway query costs a worker, not the server."""
 
     def __init__(self, graph: str | Path, *, workers: int = 2, timeout: float = 10.0,
-                 max_results: int = 10_000, load_timeout: float = 300.0) -> None:
+                 max_results: int = 10_000, load_timeout: float = 300.0,
+                 cache_entries: int = 256) -> None:
         self.graph = str(graph_file(graph))
         self.timeout = timeout
         self.max_results = max_results
@@ -373,6 +375,11 @@ class QueryPool:
         self._size = max(1, workers)
         self._closed = False
         self.triples = 0
+        # The graph only changes through update(), which clears this: identical queries (saved
+        # queries behind a dashboard, say) are answered from memory. Least recently used first out.
+        self._cache: collections.OrderedDict[tuple, Reply] = collections.OrderedDict()
+        self.cache_entries = cache_entries
+        self._cache_lock = threading.Lock()
         started = [_Worker(self.graph, []) for _ in range(self._size)]
         try:
             for worker in started:
@@ -436,8 +443,27 @@ class QueryPool:
         self._replace(worker)
         return None
 
+    CACHE_MAX_BODY = 8 * 1024 * 1024
+
     def query(self, text: str, requested: str | None, accept: str | None,
               bindings: dict[str, str] | None = None) -> Reply:
+        key = (text, requested, accept, tuple(sorted((bindings or {}).items())))
+        with self._cache_lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return Reply(cached.status, cached.body, cached.media_type,
+                             {**cached.headers, "X-KG-Cache": "hit"})
+        reply = self._query(text, requested, accept, bindings)
+        if reply.status == 200 and self.cache_entries and len(reply.body) <= self.CACHE_MAX_BODY:
+            with self._cache_lock:
+                self._cache[key] = reply
+                while len(self._cache) > self.cache_entries:
+                    self._cache.popitem(last=False)
+        return reply
+
+    def _query(self, text: str, requested: str | None, accept: str | None,
+               bindings: dict[str, str] | None = None) -> Reply:
         worker = self._acquire()
         if worker is None:
             return _text(503, f"server busy: no query worker became free within {self.timeout:g} s;"
@@ -493,6 +519,8 @@ class QueryPool:
                     break
                 if index == 0:
                     self._updates.append(text)
+                    with self._cache_lock:
+                        self._cache.clear()
             for worker in taken:
                 if worker is not None:
                     self._idle.put(worker)
@@ -520,6 +548,7 @@ class ServerConfig:
     max_results: int = 10_000
     allow_update: bool = False
     workers: int = 2
+    cache_entries: int = 256  # identical queries answered from memory; 0 turns the cache off
 
 
 def saved_queries() -> dict[str, str]:
@@ -770,7 +799,7 @@ def make_server(config: ServerConfig, verbose: bool = False) -> KgHTTPServer:
     if config.timeout <= 0 or config.max_results <= 0:
         raise QueryError("--timeout and --max-results must be positive")
     pool = QueryPool(config.graph, workers=config.workers, timeout=config.timeout,
-                     max_results=config.max_results)
+                     max_results=config.max_results, cache_entries=config.cache_entries)
     try:
         return KgHTTPServer(config, pool, verbose)
     except OSError as exc:

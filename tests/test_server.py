@@ -225,8 +225,9 @@ def test_protocol_errors_are_explained(server):
 
 @pytest.fixture
 def writable(graph_dir):
+    # No response cache here: every count must come from a worker, to see each one's state.
     running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT,
-                                        allow_update=True, workers=2))
+                                        allow_update=True, workers=2, cache_entries=0))
     yield running
     running.stop()
 
@@ -246,3 +247,21 @@ def test_allowed_updates_reach_every_worker_and_survive_a_worker_restart(writabl
                {"Content-Type": "application/sparql-update"})
     assert bad[0] == 400
     assert (graph_dir / "graph.nt").read_bytes() == before  # the file is never written
+
+
+def test_repeated_queries_come_from_the_cache_until_an_update_clears_it(graph_dir):
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT,
+                                        allow_update=True, workers=1))
+    try:
+        query = urllib.parse.urlencode({"query": "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"})
+        first = http(f"{running.url}?{query}")
+        second = http(f"{running.url}?{query}")
+        assert first[0] == second[0] == 200 and first[2] == second[2]
+        assert "X-KG-Cache" not in first[1] and second[1]["X-KG-Cache"] == "hit"
+        update = http(running.url, b"INSERT DATA { <urn:a> <urn:b> <urn:c> }",
+                      {"Content-Type": "application/sparql-update"})
+        assert update[0] == 204
+        third = http(f"{running.url}?{query}")
+        assert "X-KG-Cache" not in third[1] and third[2] != first[2]
+    finally:
+        running.stop()

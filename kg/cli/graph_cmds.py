@@ -234,7 +234,9 @@ def _print_table(doc: dict) -> None:
               help="Accept SPARQL UPDATE (in memory only; the graph file is not changed).")
 @click.option("--workers", type=click.IntRange(1, 32), default=2, show_default=True,
               help="Query worker processes (each holds the graph in memory).")
-def serve(graph, host, port, timeout, max_results, allow_update, workers):
+@click.option("--cache-entries", type=click.IntRange(0), default=256, show_default=True,
+              help="Answers to identical queries kept in memory (cleared by any update); 0: off.")
+def serve(graph, host, port, timeout, max_results, allow_update, workers, cache_entries):
     """Serve a graph as a read-only SPARQL 1.1 endpoint at http://HOST:PORT/sparql.
 
     GET/POST query=…, application/sparql-query bodies; SELECT/ASK as SPARQL JSON, XML, CSV or
@@ -253,4 +255,5 @@ def serve(graph, host, port, timeout, max_results, allow_update, workers):
         click.echo(f"warning: binding {host}: the endpoint will be reachable from other "
                    "machines", err=True)
     run_server(ServerConfig(graph=graph, host=host, port=port, timeout=timeout,
-                            max_results=max_results, allow_update=allow_update, workers=workers))
+                            max_results=max_results, allow_update=allow_update, workers=workers,
+                            cache_entries=cache_entries))
