@@ -645,6 +645,8 @@ def _head_type(phrase: str) -> str:
     for word in re.findall(r"[A-Za-z][\w\-]*", phrase):
         if word.lower() in _HEAD_STOP or (word.endswith("ly") and len(word) > 4):
             break
+        if words and word.endswith("ed") and len(word) > 4:  # "a … model guided by": head ends
+            break
         words.append(word.lower())
     head = singular(words[-1]) if words else ""
     if head in _DATASET_HEADS or head.endswith("bench"):
@@ -812,11 +814,16 @@ def _task_phrases(d: _Doc) -> None:
 
 def _context_names(ex: Extractor, d: _Doc) -> None:
     text = d.text
+    last_dataset_end = -1
     for m in d.names:
         token = m.group(0)
+        if any(label.type == "Model" for label in ex.index.lookup_name(token)[0]):
+            continue  # a known model family ("GPT-style"): the vocabulary match stands
         after = text[m.end():m.end() + 40]
         before = text[max(0, m.start() - 40):m.start()]
         span = d.span(m.start(), m.end())
+        listed = last_dataset_end >= 0 and re.fullmatch(
+            r"\s*(?:,|and|or|, and|, or)\s*", text[last_dataset_end:m.start()]) is not None
         if _HARDWARE_CONTEXT.match(after) and re.search(r"\d", token):
             d.candidates.append(Candidate(span, "Hardware", "context-hardware", None, 0.7))
         elif _SIZE.search(token) or (_MODEL_AFTER.match(after) and not token.isupper()):
@@ -824,9 +831,10 @@ def _context_names(ex: Extractor, d: _Doc) -> None:
         elif _NUMBER_FORMAT.match(token):
             continue
         elif _DATASET_AFTER.match(after) or (
-            _DATASET_BEFORE.search(before) and re.search(r"\d|Bench|bench|.QA$", token)
+            (_DATASET_BEFORE.search(before) or listed) and re.search(r"\d|Bench|bench|.QA$", token)
         ):
             d.candidates.append(Candidate(span, "Dataset", "context-dataset", None, 0.7))
+            last_dataset_end = m.end()
 
 
 def _trained_candidates(ex: Extractor, d: _Doc) -> None:
