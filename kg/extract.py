@@ -338,6 +338,7 @@ class Extractor:
             _trained_candidates(self, state)
         chosen = _select(state.candidates)
         chosen = _propagate(state, chosen)
+        chosen = _inside_new_names(state.candidates, chosen)
         links = _links(state, chosen)
         return Extraction(paper, tuple(chosen), tuple(links), proposed_label)
 
@@ -867,6 +868,22 @@ def _select(candidates: list[Candidate]) -> list[Candidate]:
         ) and all(c.type == cand.type and c.concept != cand.concept for c in same):
             chosen.append(cand)
     return sorted(chosen, key=lambda c: (c.span.start, c.span.end, c.type, c.concept or ""))
+
+
+def _inside_new_names(candidates: list[Candidate], chosen: list[Candidate]) -> list[Candidate]:
+    """A new name built from known terms mentions them too: "Annealing Self-Distillation
+    Rectification" uses self-distillation. Only inside names the vocabulary does not know."""
+    names = [c for c in chosen if c.concept is None and c.type in ("Method", "Model")
+             and " " in c.span.text]
+    if not names:
+        return chosen
+    inner = [c for c in candidates if c.rule == "vocabulary" and c.type != "Method" and any(
+        n.span.start <= c.span.start and c.span.end <= n.span.end and c.span != n.span
+        for n in names)]
+    if not inner:
+        return chosen
+    return sorted({*chosen, *inner}, key=lambda c: (c.span.start, c.span.end, c.type,
+                                                     c.concept or ""))
 
 
 def _propagate(d: _Doc, chosen: list[Candidate]) -> list[Candidate]:
