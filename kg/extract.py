@@ -339,6 +339,7 @@ class Extractor:
         chosen = _select(state.candidates)
         chosen = _propagate(state, chosen)
         chosen = _inside_new_names(state.candidates, chosen)
+        chosen = _list_types(chosen, text)
         links = _links(state, chosen)
         return Extraction(paper, tuple(chosen), tuple(links), proposed_label)
 
@@ -680,7 +681,7 @@ def _is_name_token(token: str) -> bool:
 def _proposals(ex: Extractor, d: _Doc) -> str | None:
     text = d.text
     label: str | None = None
-    found: list[tuple[int, int, str, str]] = []  # start, end, type, description
+    found: list[tuple] = []  # start, end, type, description, strength of the type evidence
     for cue in _PROPOSE_CUE.finditer(text):
         det = _DETERMINERS.match(text, cue.end())
         pos = det.end() if det else cue.end()
@@ -699,7 +700,7 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
                 named = _name_at(text, naming.end())
                 if named:
                     found.append((*named, _head_type(text[pos:naming.start()]),
-                                  text[pos:naming.start()].strip(" ,")))
+                                  text[pos:naming.start()].strip(" ,"), 2))
             continue
         tail = text[rest_start:rest_start + 160]
         appos = _APPOSITIVE.match(tail) or re.match(r"\s*(?:\([^)]{1,15}\)\s*)?,\s+(?:a|an)\s",
@@ -708,31 +709,37 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
         if appos:
             description = re.split(r"[.;]", tail[appos.start():].lstrip(" ,"), maxsplit=1)[0]
             description = re.sub(r"^\([^)]*\)\s*,?\s*", "", description).strip(" ,")
+        after = re.match(r"\s+([A-Za-z]+)", text[named[1]:named[1] + 30])
         if description:
-            type_ = _head_type(description)
+            type_, strength = _head_type(description), 2
+        elif after and singular(after.group(1).lower()) in (_DATASET_HEADS | _MODEL_HEADS |
+                                                             _GENERIC_HEADS):
+            type_, strength = _head_type(after.group(1)), 2  # "the W4NT3D benchmark"
         else:  # "a Latent Structural Diffusion Model": the name's own head word
             type_ = _head_type(text[named[0]:named[1]].split()[-1])
-        found.append((*named, type_, description))
+            strength = 2 if type_ != "Method" else 0
+        found.append((*named, type_, description, strength))
     # "X, a novel …" anywhere, and "dubbed X"
     for m in d.names:
         appos = _APPOSITIVE.match(text, m.end())
         if appos:
             description = re.split(r"[.;]", text[appos.start():appos.start() + 160].lstrip(" ,"),
                                    maxsplit=1)[0]
-            found.append((m.start(), m.end(), _head_type(description), description.strip(" ,")))
+            found.append((m.start(), m.end(), _head_type(description), description.strip(" ,"),
+                          2))
     for m in _NAMING_CUE.finditer(text):
         named = _name_at(text, m.end())
         if (named and _is_name_token(text[named[0]:named[1]].split()[0])) or (
             named and " " in text[named[0]:named[1]]
         ):
             sent = d.sentence_of(m.start())
-            found.append((*named, _head_type(text[sent.start - 0:m.start()][-60:]), ""))
+            found.append((*named, _head_type(text[sent.start:m.start()][-60:]), "", 1))
     title = d.paper.title
     if title:
         head = re.match(r"\s*([A-Za-z][\w\-.]*(?:\s[A-Z][\w\-.]*){0,2})\s*:\s+(\S.*)", title)
         if head and any(_is_name_token(w) for w in head.group(1).split()):
             found.append((head.start(1), head.end(1), _head_type(head.group(2)),
-                          head.group(2).strip()))
+                          head.group(2).strip(), 1))
     for m in d.names:
         sent = d.sentence_of(m.start())
         before = text[max(sent.start, m.start() - 60):m.start()]
@@ -741,14 +748,22 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
             head_m and re.search(r"\b(?:our|the proposed)\s+\w*\s*$",
                                  before[:head_m.start()], re.IGNORECASE)
         ):
-            found.append((m.start(), m.end(), _head_type(head_m.group("head")), ""))
-    # One type per proposed name: an explicit "a benchmark"/"a model" beats the Method default.
-    typed: dict[str, str] = {}
-    for start, end, type_, _ in found:
+            found.append((m.start(), m.end(), _head_type(head_m.group("head")), "", 2))
+    # One type per proposed name, from the strongest evidence: how the abstract uses it
+    # ("Sheared-LLaMA models") > how it describes it ("X, a benchmark") > the title > Method.
+    best: dict[str, tuple[int, int, str]] = {}
+    for start, end, type_, _, strength in found:
         key = label_key(text[start:end].strip())
-        if type_ != "Method" or key not in typed:
-            typed[key] = type_ if typed.get(key, "Method") == "Method" else typed[key]
-    found = [(s_, e_, typed[label_key(text[s_:e_].strip())], desc) for s_, e_, _, desc in found]
+        rank = (strength, type_ != "Method")
+        if key not in best or rank > best[key][:2]:
+            best[key] = (*rank, type_)  # type: ignore[assignment]
+    for key in best:
+        used = _usage_type(text, key, found)
+        if used:
+            best[key] = (3, True, used)  # type: ignore[assignment]
+    typed = {key: value[2] for key, value in best.items()}
+    found = [(s_, e_, typed[label_key(text[s_:e_].strip())], desc)
+             for s_, e_, _, desc, _ in found]
     seen: set[tuple[int, int]] = set()
     for start, end, type_, description in found:
         name = text[start:end].strip()
@@ -762,7 +777,31 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
         d.proposed.add(label_key(name))
         if label is None:
             label = f"{name}: {description}" if description else name
+    # An acronym defined for a proposed name takes the name's type ("RETSim (Resilient and
+    # Efficient Text Similarity), a … model").
+    for i, c in enumerate(d.candidates):
+        if c.rule == "acronym-definition" and c.concept is None:
+            for form in (c.span.text, c.long_form or ""):
+                if label_key(form) in typed and typed[label_key(form)] != c.type:
+                    d.candidates[i] = replace(c, type=typed[label_key(form)])
     return label
+
+
+def _usage_type(text: str, key: str, found: list[tuple]) -> str | None:
+    """"Sheared-LLaMA models", "the W4NT3D benchmark": the word after a use of the name."""
+    for start, end, *_ in found:
+        if label_key(text[start:end].strip()) != key:
+            continue
+        name = text[start:end].strip()
+        flexible = re.sub(r"[\s\-]+", r"[\\s\\-]?", re.escape(name).replace("\\ ", " "))
+        for m in re.finditer(r"(?<![\w\-])" + flexible + r"(?![\w\-])", text):
+            after = text[m.end():m.end() + 30]
+            if _MODEL_AFTER.match(after):
+                return "Model"
+            if _DATASET_AFTER.match(after):
+                return "Dataset"
+        return None
+    return None
 
 
 # ---------------------------------------------------------------- context patterns
@@ -813,6 +852,31 @@ def _task_phrases(d: _Doc) -> None:
         d.candidates.append(Candidate(d.span(start, end), "Task", "task-phrase", None, 0.6))
 
 
+# A coined name: a lower-case letter followed by a capital inside the word (not "iPhone").
+_CAMEL = re.compile(r"^[A-Z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$")
+_CAMEL_STOP = set("""
+GitHub PyTorch TensorFlow OpenAI DeepMind YouTube JavaScript LaTeX TypeScript HuggingFace
+LinkedIn PayPal PowerPoint MatLab MATLAB NumPy SciPy JaX McDonald McCulloch MacBook
+WordPress DeepSeek ChatBot AutoML PhD PhDs NeurIPS ICLR ICML CoRL OpenReview ArXiv
+""".split())  # noqa: SIM905
+
+
+def _list_types(chosen: list[Candidate], text: str) -> list[Candidate]:
+    """A coined name listed with known models takes their type: "such as Pythia, INCITE,
+    OpenLLaMA and TinyLlama models"."""
+    out = list(chosen)
+    for i, c in enumerate(out):
+        if c.rule != "named-entity":
+            continue
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(out) and out[j].concept and out[j].type in ("Model", "Dataset"):
+                a, b = sorted((out[i], out[j]), key=lambda x: x.span.start)
+                if re.fullmatch(r"\s*(?:,|and|or|, and|, or)\s*", text[a.span.end:b.span.start]):
+                    out[i] = replace(c, type=out[j].type)
+                    break
+    return out
+
+
 def _context_names(ex: Extractor, d: _Doc) -> None:
     text = d.text
     last_dataset_end = -1
@@ -829,6 +893,9 @@ def _context_names(ex: Extractor, d: _Doc) -> None:
             d.candidates.append(Candidate(span, "Hardware", "context-hardware", None, 0.7))
         elif _SIZE.search(token) or (_MODEL_AFTER.match(after) and not token.isupper()):
             d.candidates.append(Candidate(span, "Model", "context-model", None, 0.65))
+        elif _CAMEL.match(token) and token not in _CAMEL_STOP:
+            # FlexMatch, MinHash, OpenLLaMA, LipSDP: a coined name, most often a method
+            d.candidates.append(Candidate(span, "Method", "named-entity", None, 0.5))
         elif _NUMBER_FORMAT.match(token):
             continue
         elif _DATASET_AFTER.match(after) or (
