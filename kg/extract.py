@@ -360,6 +360,9 @@ _TOKEN = re.compile(r"\d+(?:[.,]\d+)+|(?:e\.g|i\.e|etc|et al|vs|cf|Fig|Eq|resp|a
                     r"|[^\W_]+|\S")
 
 
+_PIECE = re.compile(_TOKEN.pattern + r"|\s+")
+
+
 class RegexTokenizer:
     """Splits at every non-alphanumeric character (keeping decimals and a few abbreviations).
 
@@ -380,27 +383,20 @@ class RegexTokenizer:
 
         words: list[str] = []
         spaces: list[bool] = []
-        prev = 0
-        for m in _TOKEN.finditer(text):
-            if m.start() > prev:
-                self._gap(text[prev:m.start()], words, spaces)
-            words.append(m.group())
+        for piece in _PIECE.findall(text):
+            if piece[0].isspace():
+                # One space after a word is that word's trailing space; any other whitespace
+                # is a token of its own, as spaCy represents it.
+                if words and not spaces[-1] and piece[0] == " ":
+                    spaces[-1] = True
+                    piece = piece[1:]
+                if not piece:
+                    continue
+            words.append(piece)
             spaces.append(False)
-            prev = m.end()
-        if prev < len(text):
-            self._gap(text[prev:], words, spaces)
         doc = Doc(self.vocab, words=words, spaces=spaces)
         doc.user_data["kg_text"] = text  # Doc.text re-joins every token; keep the string
         return doc
-
-    @staticmethod
-    def _gap(gap: str, words: list[str], spaces: list[bool]) -> None:
-        if words and gap[0] == " ":
-            spaces[-1] = True
-            gap = gap[1:]
-        if gap:
-            words.append(gap)
-            spaces.append(False)
 
 
 def _register_components() -> None:
@@ -471,10 +467,8 @@ def _build_pipeline(extractor: Extractor):
 
 # A sentence ends at . ! ? (or a line break, e.g. after a title) followed by a capital, digit
 # or bracket — not after the abbreviations that keep a sentence going.
-_SENTENCE_BREAK = re.compile(
-    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bet al\.)(?<!\bvs\.)(?<!\bcf\.)(?<!\bFig\.)(?<!\bEq\.)"
-    r"(?<!\bresp\.)(?<!\bapprox\.)"
-    r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])|\n+")
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+(?=[A-Z0-9(\[\"'])|\n+")
+_ABBREVIATION = re.compile(r"(?:\be\.g|\bi\.e|\bet al|\bvs|\bcf|\bFig|\bEq|\bresp|\bapprox)\.$")
 
 
 def sentence_offsets(text: str) -> list[tuple[int, int]]:
@@ -487,8 +481,12 @@ def sentence_offsets(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     start = 0
     for m in _SENTENCE_BREAK.finditer(text):
-        if m.start() > start:
-            out.append((start, m.start()))
+        if text[m.start()] == "." and _ABBREVIATION.search(text, max(0, m.start() - 8),
+                                                          m.start() + 1):
+            continue
+        end = m.start() + (1 if text[m.start()] in ".!?" else 0)
+        if end > start:
+            out.append((start, end))
         start = m.end()
     if start < len(text.rstrip()):
         out.append((start, len(text.rstrip())))

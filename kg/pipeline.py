@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kg.errors import InputError, StrictModeError
 from kg.ingest import IngestOptions, read_inputs
-from kg.model import Corpus, Extraction, Paper
+from kg.model import Candidate, Corpus, Extraction, Link, Paper, Span
 
 _WORKER = None  # the per-process Extractor
 
@@ -34,9 +34,25 @@ def extractor(trained_model: str | None = None):
 
 
 def _extract_chunk(papers: list[Paper]) -> list[tuple]:
-    # The parent already holds the papers: send back only what was found (less pickling).
-    return [(e.candidates, e.links, e.label)
+    # The parent holds the papers, so only offsets travel back: pickling texts twice would cost
+    # the parent more CPU than the second worker saves on two cores.
+    return [(tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
+                    c.long_form) for c in e.candidates),
+             tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
+                    k.confidence) for k in e.links), e.label)
             for e in _WORKER.extract(papers)]  # type: ignore[union-attr]
+
+
+def _rebuild(paper: Paper, found: tuple) -> Extraction:
+    text = paper.text
+    candidates, links, label = found
+    return Extraction(
+        paper,
+        tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
+              for s, e, t, r, c, conf, lf in candidates),
+        tuple(Link(sub, pred, obj, Span(text[s:e], s, e), r, conf)
+              for sub, pred, obj, s, e, r, conf in links),
+        label)
 
 
 def _chunks(items: Sequence[Paper], size: int) -> Iterator[list[Paper]]:
@@ -66,7 +82,7 @@ def extract_all(
     with ctx.Pool(workers, initializer=_init_worker, initargs=(trained_model,)) as pool:
         for part in pool.imap(_extract_chunk, _chunks(papers, chunk)):
             base = len(out)
-            out.extend(Extraction(papers[base + i], *found) for i, found in enumerate(part))
+            out.extend(_rebuild(papers[base + i], found) for i, found in enumerate(part))
             if on_progress:
                 on_progress(len(part))
     return out
