@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kg.errors import InputError
 from kg.extract import match_key
+from kg.ingest import OPENREVIEW_LAYOUTS
 from kg.model import ENTITY_TYPES, Corpus, Paper
 
 
@@ -104,10 +105,9 @@ def _source_text(source: dict, corpora: Path | None, where: str) -> tuple[str | 
     except (OSError, IndexError, ValueError) as exc:
         raise InputError(f"{where}: cannot read line {source.get('line')} of {path} ({exc})") \
             from exc
-    if len(fields) == 9:
-        return fields[0], fields[8]
-    if len(fields) == 11:
-        return fields[1], fields[10]
+    layout = OPENREVIEW_LAYOUTS.get(len(fields))
+    if layout:
+        return fields[layout.index("title")], fields[layout.index("abstract")]
     raise InputError(f"{where}: {path}:{source['line']} has {len(fields)} fields, expected 9/11")
 
 
