@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -167,7 +166,3 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     if not loaded:
         raise InputError("no inputs given")
     return loaded[0] if len(loaded) == 1 else merge_corpora(loaded)
-
-
-def default_workers() -> int:
-    return max(1, min(2, os.cpu_count() or 1))
