@@ -223,7 +223,7 @@ class _Label:
     type: str
 
 
-class _Index:
+class LabelIndex:
     """Vocabulary lookups by label key: case-insensitive and (for acronyms) case-sensitive."""
 
     def __init__(self, vocab: Vocabulary) -> None:
@@ -308,7 +308,7 @@ class Extractor:
 
     def __init__(self, vocab: Vocabulary | None = None, trained_model: str | None = None) -> None:
         self.vocab = vocab or load_vocabulary()
-        self.index = _Index(self.vocab)
+        self.index = self.vocab.label_index
         self.nlp = _build_pipeline(self)
         self.ner = _load_trained(trained_model) if trained_model else None
 
@@ -341,7 +341,8 @@ class Extractor:
         chosen = _inside_new_names(state.candidates, chosen)
         chosen = _list_types(chosen, text)
         links = _links(state, chosen)
-        return Extraction(paper, tuple(chosen), tuple(links), proposed_label)
+        return Extraction(paper, tuple(chosen), tuple(links), proposed_label,
+                          tuple(state.sentences))
 
 
 def _load_trained(name: str):

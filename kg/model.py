@@ -189,3 +189,4 @@ class Extraction:
     candidates: tuple[Candidate, ...]
     links: tuple[Link, ...]
     label: str | None = None  # a readable label derived from what the paper proposes
+    sentences: tuple[tuple[int, int], ...] = ()  # (start, end) of each sentence of paper.text

@@ -38,20 +38,20 @@ def _extract_chunk(papers: list[Paper]) -> list[tuple]:
     return [(tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
                     c.long_form) for c in e.candidates),
              tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
-                    k.confidence) for k in e.links), e.label)
+                    k.confidence) for k in e.links), e.label, e.sentences)
             for e in _WORKER.extract(papers)]  # type: ignore[union-attr]
 
 
 def _rebuild(paper: Paper, found: tuple) -> Extraction:
     text = paper.text
-    candidates, links, label = found
+    candidates, links, label, sentences = found
     return Extraction(
         paper,
         tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
               for s, e, t, r, c, conf, lf in candidates),
         tuple(Link(sub, pred, obj, Span(text[s:e], s, e), r, conf)
               for sub, pred, obj, s, e, r, conf in links),
-        label)
+        label, sentences)
 
 
 def _chunks(items: Sequence[Paper], size: int) -> Iterator[list[Paper]]:

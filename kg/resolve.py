@@ -21,7 +21,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from kg.extract import _Index, clean_text, match_key, relabel, sentence_offsets, singular_phrase
+from kg.extract import LabelIndex, clean_text, match_key, relabel, sentence_offsets, singular_phrase
 from kg.model import (
     Candidate,
     Corpus,
@@ -53,7 +53,7 @@ def _surface_key(type_: str, text: str) -> tuple[str, str]:
     return (type_, match_key(text))
 
 
-def _entity_key(c: Candidate, index: _Index) -> tuple[str, str]:
+def _entity_key(c: Candidate, index: LabelIndex) -> tuple[str, str]:
     if c.concept:
         return (c.type, c.concept)
     for form in (c.long_form, c.span.text):
@@ -71,7 +71,7 @@ def resolve(
 ) -> Corpus:
     """Merge every paper's candidates into corpus-wide entities and id'd relations."""
     vocab = vocab or load_vocabulary()
-    index = _Index(vocab)
+    index = vocab.label_index
 
     # Acronyms defined anywhere: (type, short-form key) → long-form keys. An undefined use of a
     # short form elsewhere joins the long form only when that mapping is unambiguous.
@@ -163,7 +163,7 @@ def _sentence_for(ex: Extraction, span: Span) -> Span:
         if link.evidence.start <= span.start < link.evidence.end:
             return link.evidence
     text = ex.paper.text
-    for start, end in sentence_offsets(clean_text(text)):
+    for start, end in ex.sentences or sentence_offsets(clean_text(text)):
         if start <= span.start < end:
             return Span(text[start:end], start, end)
     return Span(text, 0, len(text))

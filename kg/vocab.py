@@ -70,6 +70,13 @@ class Vocabulary:
                 children.setdefault(parent, []).append(concept.iri)
         return {k: tuple(sorted(v)) for k, v in children.items()}
 
+    @functools.cached_property
+    def label_index(self):
+        """The matcher's label index, built once (the extractor and resolver share it)."""
+        from kg.extract import LabelIndex  # the matching rules (case, acronyms) live there
+
+        return LabelIndex(self)
+
     def by_label(self, type_: str, label: str) -> str | None:
         """The IRI of the concept of ``type_`` whose pref/alt label is ``label`` (any case)."""
         return self._by_label.get((type_, label.casefold()))
