@@ -36,7 +36,7 @@ def build(inputs, ingest, strict, workers, out_dir, top, html):
     \b
     Examples:
       kg build examples/iclr2025-seed.txt -o exports/
-      kg build papers.csv --abstract-field summary --strict --workers 2
+      kg build papers.csv --abstract-field summary --strict --workers 1
       kg build exports/extraction.jsonl -o exports2/   # re-export without re-extracting
     """
     from kg import analysis
