@@ -147,7 +147,7 @@ _HEAD_BEFORE_NAME = re.compile(
 _NAMING_CUE = re.compile(
     r"\b(?:called|named|dubbed|termed|coined|namely|entitled)\s*[:,]?\s+", re.IGNORECASE)
 _APPOSITIVE = re.compile(
-    r"\s*(?:\([^)]{1,15}\)\s*)?,\s+(?:a|an|the)\s+(?:novel|new|simple|first|general|unified|"
+    r"\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an|the)\s+(?:novel|new|simple|first|general|unified|"
     r"principled|efficient|effective|lightweight|scalable|large-scale|comprehensive|"
     r"challenging|training-free|plug-and-play|data-free|flexible|versatile|powerful|robust|"
     r"fast|practical|theoretically|generic|modular|open-source|holistic|systematic)\b",
@@ -702,7 +702,7 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
                                   text[pos:naming.start()].strip(" ,"), 2))
             continue
         tail = text[rest_start:rest_start + 160]
-        appos = _APPOSITIVE.match(tail) or re.match(r"\s*(?:\([^)]{1,15}\)\s*)?,\s+(?:a|an)\s",
+        appos = _APPOSITIVE.match(tail) or re.match(r"\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an)\s",
                                                      tail)
         description = ""
         if appos:
@@ -750,9 +750,13 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
             found.append((m.start(), m.end(), _head_type(head_m.group("head")), "", 2))
     # One type per proposed name, from the strongest evidence: how the abstract uses it
     # ("Sheared-LLaMA models") > how it describes it ("X, a benchmark") > the title > Method.
+    # A short form and its long form ("SemiReward" / "Semi-supervised Reward") are one name.
+    group = {label_key(c.span.text): label_key(c.long_form) for c in d.candidates
+             if c.rule == "acronym-definition" and c.long_form and c.concept is None}
     best: dict[str, tuple[int, int, str]] = {}
     for start, end, type_, _, strength in found:
         key = label_key(text[start:end].strip())
+        key = group.get(key, key)
         rank = (strength, type_ != "Method")
         if key not in best or rank > best[key][:2]:
             best[key] = (*rank, type_)  # type: ignore[assignment]
@@ -761,6 +765,10 @@ def _proposals(ex: Extractor, d: _Doc) -> str | None:
         if used:
             best[key] = (3, True, used)  # type: ignore[assignment]
     typed = {key: value[2] for key, value in best.items()}
+    typed.update({short: typed[long] for short, long in group.items() if long in typed})
+    for short, long in group.items():
+        if short in typed and long not in typed:
+            typed[long] = typed[short]
     found = [(s_, e_, typed[label_key(text[s_:e_].strip())], desc)
              for s_, e_, _, desc, _ in found]
     seen: set[tuple[int, int]] = set()
@@ -870,7 +878,8 @@ def _list_types(chosen: list[Candidate], text: str) -> list[Candidate]:
         for j in (i - 1, i + 1):
             if 0 <= j < len(out) and out[j].concept and out[j].type in ("Model", "Dataset"):
                 a, b = sorted((out[i], out[j]), key=lambda x: x.span.start)
-                if re.fullmatch(r"\s*(?:,|and|or|, and|, or)\s*", text[a.span.end:b.span.start]):
+                if re.fullmatch(r"(?:\s*,\s*[A-Z][\w\-.]*)*\s*(?:,|and|or|, and|, or)\s*",
+                                text[a.span.end:b.span.start]):
                     out[i] = replace(c, type=out[j].type)
                     break
     return out
