@@ -21,6 +21,7 @@ import collections
 import contextlib
 import hashlib
 import html
+import itertools
 import json
 import queue
 import threading
@@ -163,35 +164,26 @@ def execute_query(store: Any, text: str, *, requested: str | None = None,
         return QueryOutput(result.serialize(format=getattr(ox.QueryResultsFormat, attr)),
                            media, kind, 1)
     if isinstance(result, ox.QueryTriples):
-        triples = []
-        truncated = False
-        for triple in result:
-            if len(triples) >= max_results:
-                truncated = True
-                break
-            triples.append(triple)
+        triples, truncated = _first(result, max_results)
         prefixes = PREFIXES if name == "turtle" else None
         body = ox.serialize(triples, format=getattr(ox.RdfFormat, attr), prefixes=prefixes)
         return QueryOutput(body or b"", media, kind, len(triples), truncated)
     variables = [v.value for v in result.variables]
-    bindings = []
-    truncated = False
-    for solution in result:
-        if len(bindings) >= max_results:
-            truncated = True
-            break
-        row = {}
-        for var in variables:
-            term = solution[var]
-            if term is not None:
-                row[var] = _term_json(term)
-        bindings.append(row)
+    solutions, truncated = _first(result, max_results)
+    bindings = [{var: _term_json(solution[var]) for var in variables
+                 if solution[var] is not None} for solution in solutions]
     doc = {"head": {"vars": variables}, "results": {"bindings": bindings}}
     body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     if name != "json":  # pyoxigraph writes the other results formats from our JSON
         parsed = ox.parse_query_results(body, format=ox.QueryResultsFormat.JSON)
         body = parsed.serialize(format=getattr(ox.QueryResultsFormat, attr))
     return QueryOutput(body, media, kind, len(bindings), truncated)
+
+
+def _first(results: Any, limit: int) -> tuple[list, bool]:
+    """At most ``limit`` items of a lazy result, and whether more were left."""
+    items = list(itertools.islice(results, limit + 1))
+    return items[:limit], len(items) > limit
 
 
 def graph_file(path: str | Path) -> Path:

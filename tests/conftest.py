@@ -38,3 +38,13 @@ def paper_with(corpus, needle: str):
 def names_of(corpus, result, type_: str | None = None) -> set[str]:
     return {corpus.entities[eid].name for eid in result.entity_ids
             if type_ is None or corpus.entities[eid].type == type_}
+
+
+@pytest.fixture(scope="session")
+def seed_rdf_dir(seed_corpus, tmp_path_factory) -> Path:
+    """The demo corpus written as graph.ttl / graph.nt / graph.jsonld."""
+    from kg import rdf
+
+    out = tmp_path_factory.mktemp("rdf")
+    rdf.write_rdf(seed_corpus, out)
+    return out

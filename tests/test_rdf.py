@@ -27,10 +27,8 @@ SKOS = rdflib.namespace.SKOS
 
 
 @pytest.fixture(scope="module")
-def exports(seed_corpus, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("rdf")
-    rdf.write_rdf(seed_corpus, out)
-    return out
+def exports(seed_rdf_dir) -> Path:
+    return seed_rdf_dir
 
 
 @pytest.fixture(scope="module")

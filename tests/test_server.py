@@ -17,7 +17,6 @@ import rdflib
 from SPARQLWrapper import CSV, JSON, JSONLD, POST, POSTDIRECTLY, TSV, TURTLE, XML, SPARQLWrapper
 from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
-from kg import rdf
 from kg.server import ServerConfig, saved_queries, start_server
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:rdflib.*")
@@ -30,10 +29,8 @@ MAX_RESULTS = 100
 
 
 @pytest.fixture(scope="module")
-def graph_dir(seed_corpus, tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("served")
-    rdf.write_rdf(seed_corpus, out)
-    return out
+def graph_dir(seed_rdf_dir) -> Path:
+    return seed_rdf_dir
 
 
 @pytest.fixture(scope="module")
