@@ -7,7 +7,10 @@ import importlib
 
 import pytest
 
-MODULES = ["kg.errors", "kg.model", "kg.vocab", "kg.ingest", "kg.extract", "kg.resolve",
+EXTRACT = ["kg.extract", *(f"kg.extract.{m}" for m in (
+    "acronyms", "document", "extractor", "links", "names", "nlp", "proposals", "select", "tasks",
+    "text", "vocabulary", "words"))]
+MODULES = ["kg.errors", "kg.model", "kg.vocab", "kg.ingest", *EXTRACT, "kg.resolve",
            "kg.io", "kg.pipeline", "kg.evaluate"]
 
 

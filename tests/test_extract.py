@@ -208,3 +208,24 @@ def test_a_missing_trained_spacy_model_degrades_with_a_clear_message():
     assert "spaCy pipeline 'en_core_web_nonexistent' is not installed" in result.stderr
     assert "the default pipeline needs no model" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_each_extractor_matches_only_its_own_vocabulary():
+    # The vocabulary component used to be registered under f"kg_vocabulary_{id(extractor)}":
+    # when a new Extractor reused a dead one's id, it matched with the dead one's labels.
+    import gc
+
+    from kg.model import Concept
+    from kg.vocab import Vocabulary
+
+    def vocab(word: str) -> Vocabulary:
+        iri = f"https://w3id.org/mlkg/concept/technique/{word}"
+        return Vocabulary({iri: Concept(iri, "Technique", word)})
+
+    paper = Paper(id="p", abstract="We combine zorbling with quuxing.")
+    for round_ in range(40):
+        word = ("zorbling", "quuxing")[round_ % 2]
+        found = {c.span.text for c in Extractor(vocab(word)).extract_one(paper).candidates
+                 if c.rule == "vocabulary"}
+        assert found == {word}, f"round {round_}: matched {found}"
+        gc.collect()

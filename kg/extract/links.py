@@ -1,0 +1,82 @@
+"""Links: the relations of a paper to what it mentions, and between the entities it names.
+
+A paper *proposes* its new names; each other entity gets the predicate of its type
+(``PREDICATE_FOR_TYPE``), with the first sentence that shows a use or evaluation cue as its
+evidence; "outperforms" and "extends" join entities inside one sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Set
+
+from kg.extract.document import Document
+from kg.extract.text import label_key
+from kg.extract.words import EVAL_CUE, EXTEND, OUTPERFORM, USE_CUE
+from kg.model import PREDICATE_FOR_TYPE, Candidate, Link
+
+
+def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> list[Link]:
+    """The links of one paper; ``proposed_names`` are the label keys of the names it proposes."""
+    out: list[Link] = []
+    proposed: set[int] = set()
+    for key in sorted(proposed_names):
+        first = next((i for i, c in enumerate(chosen) if key in
+                      (label_key(c.span.text), label_key(c.long_form or ""))), None)
+        if first is not None:
+            proposed.add(first)
+    proposed_keys = {label_key(chosen[i].long_form or chosen[i].span.text) for i in proposed} | \
+        {label_key(chosen[i].span.text) for i in proposed}
+    for i in proposed:
+        c = chosen[i]
+        out.append(Link(None, "proposes", i, d.sentence_of(c.span.start), "propose-cue", 0.85))
+    first_of: dict[tuple, int] = {}
+    for i, c in enumerate(chosen):
+        key = (c.type, c.concept or label_key(c.long_form or c.span.text))
+        first_of.setdefault(key, i)
+    for key, i in sorted(first_of.items(), key=lambda kv: kv[1]):
+        c = chosen[i]
+        is_proposed = i in proposed or label_key(c.span.text) in proposed_keys or \
+            label_key(c.long_form or "") in proposed_keys
+        if is_proposed:
+            continue
+        predicate = PREDICATE_FOR_TYPE[c.type]
+        cue = USE_CUE if predicate in ("usesTechnique", "usesModel", "runsOn") else EVAL_CUE
+        same = [j for j, o in enumerate(chosen)
+                if (o.type, o.concept or label_key(o.long_form or o.span.text)) == key]
+        best = next((j for j in same if cue.search(d.sentence_of(chosen[j].span.start).text)),
+                    None)
+        j = best if best is not None else i
+        evidence = d.sentence_of(chosen[j].span.start)
+        confidence = round(min(c.confidence, 0.9 if best is not None else 0.6), 2)
+        out.append(Link(None, predicate, j, evidence,
+                          f"{predicate}:{'cue' if best is not None else 'mention'}", confidence))
+    # outperforms / extends inside one sentence: proposed (or first Method) → later entity
+    for start, end in d.sentences:
+        sentence = d.text[start:end]
+        in_sent = [i for i, c in enumerate(chosen) if start <= c.span.start < end]
+        for regex, predicate in ((OUTPERFORM, "outperforms"), (EXTEND, "extends")):
+            m = regex.search(sentence)
+            if not m:
+                continue
+            pivot = start + m.start()
+            subjects = [i for i in in_sent if chosen[i].span.end <= pivot
+                        and chosen[i].type in ("Method", "Model")]
+            subject = subjects[-1] if subjects else next(iter(sorted(proposed)), None)
+            if subject is None:
+                continue
+            for j in in_sent:
+                o = chosen[j]
+                if o.span.start < start + m.end() or o.type not in ("Method", "Model"):
+                    continue
+                gap = d.text[start + m.end():o.span.start]
+                # "outperforms X on/in/with Y": Y is where, not whom.
+                if re.search(r"\b(?:in|on|across|using|for|with|of|at|by|under)\b", gap) or \
+                        label_key(o.span.text) == label_key(chosen[subject].span.text):
+                    continue
+                out.append(Link(subject, predicate, j, d.span(start, end), f"{predicate}-cue",
+                                  0.7))
+                if predicate == "extends":
+                    break
+    return out
+
