@@ -193,12 +193,42 @@ def test_help_does_not_import_heavy_libraries():
     assert out.stdout.strip() == "[]"
 
 
+MARKUP = Paper(id="markup", title=r"\textbf{FasterCache}: $k$-means for **LLaMA-2-7B**",
+               abstract=r"We cluster with $k$-means and quantize \emph{LLaMA-2-7B} to INT4 "
+                        r"on A100 GPUs, unlike $\ell_2$-regularized \textsc{ResNet-18}.")
+
+
 def test_two_workers_give_exactly_the_single_process_result():
     from kg.ingest import read_inputs
     from kg.pipeline import extract_all
 
-    papers = list(read_inputs([SEED]).papers) * 6  # > 2 chunks, so the pool really runs
-    assert extract_all(papers, workers=2) == extract_all(papers, workers=1)
+    papers = [*read_inputs([SEED]).papers, MARKUP] * 6  # > 2 chunks, so the pool really runs
+    single = extract_all(papers, workers=1)
+    assert extract_all(papers, workers=2) == single
+    # Mentions are cut from the paper's own text, markup and all, never from the cleaned copy.
+    spans = [c.span for e in single for c in e.candidates]
+    assert any("$k$-means" in s.text or "LLaMA-2-7B" in s.text for s in spans)
+    for e in single:
+        for c in e.candidates:
+            assert c.span.text == e.paper.text[c.span.start:c.span.end]
+
+
+def test_build_exports_do_not_depend_on_the_worker_count(tmp_path):
+    src = tmp_path / "papers.jsonl"
+    rows = [{"id": f"m{i}", "title": MARKUP.title, "abstract": MARKUP.abstract}
+            for i in range(110)]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    outs = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        result = CliRunner().invoke(cli, ["build", str(src), "-o", str(out), "--workers",
+                                          str(workers)])
+        assert result.exit_code == 0, result.output
+        outs.append({p.relative_to(out).as_posix(): p.read_bytes()
+                     for p in sorted(out.rglob("*")) if p.is_file()})
+    assert outs[0].keys() == outs[1].keys()
+    differ = [name for name in outs[0] if outs[0][name] != outs[1][name]]
+    assert differ == []
 
 
 def test_a_missing_trained_spacy_model_degrades_with_a_clear_message():

@@ -66,8 +66,11 @@ class Extractor:
         chosen = propagate(d, chosen)
         chosen = inside_new_names(found, chosen)
         chosen = list_types(chosen, text)
-        return Extraction(paper, tuple(chosen), tuple(links(d, chosen, proposed.proposed)),
-                          proposed.label, d.sentences)
+        found_links = links(d, chosen, proposed.proposed)
+        # Rules read the cleaned text; a mention's text is always the paper's own
+        # ("k$-means", not "k -means"), whichever process extracted it.
+        chosen = [replace(c, span=d.span(c.span.start, c.span.end)) for c in chosen]
+        return Extraction(paper, tuple(chosen), tuple(found_links), proposed.label, d.sentences)
 
 
 def relabel(paper: Paper, extraction: Extraction) -> Paper:
