@@ -147,9 +147,18 @@ def test_every_extracted_fact_is_asserted_and_reified_with_its_evidence(seed_cor
             assert float(graph.value(node, KG.confidence)) == pytest.approx(relation.confidence)
 
 
-def test_entity_to_entity_relations_link_the_two_entities(seed_corpus, graph):
-    between = [r for r in seed_corpus.relations() if r.subject in seed_corpus.entities]
-    assert between, "the demo corpus has outperforms/extends relations"
+def test_entity_to_entity_relations_link_the_two_entities(tmp_path):
+    from kg.pipeline import extract_all
+    from kg.resolve import resolve
+
+    corpus = resolve(extract_all([Paper(id="p", abstract=(
+        "We propose FooQuant, a novel quantization method. FooQuant outperforms GPTQ and AWQ "
+        "on LLaMA-2-7B."))]))
+    between = [r for r in corpus.relations() if r.subject in corpus.entities]
+    assert {(r.subject, r.predicate, r.object) for r in between} >= {
+        ("method/fooquant", "outperforms", "method/gptq")}
+    rdf.write_rdf(corpus, tmp_path)
+    graph = rdflib.Graph().parse(tmp_path / "graph.ttl")
     for relation in between:
         assert (rdflib.URIRef(entity_iri(relation.subject)), KG[relation.predicate],
                 rdflib.URIRef(entity_iri(relation.object))) in graph
