@@ -12,7 +12,14 @@ from collections.abc import Set
 
 from kg.extract.document import Document
 from kg.extract.text import label_key
-from kg.extract.words import EVAL_CUE, EXTEND, OUTPERFORM, USE_CUE
+from kg.extract.words import (
+    EVAL_CUE,
+    EXTEND,
+    NOT_USED_BEFORE,
+    OUTPERFORM,
+    PRIOR_WORK_SENTENCE,
+    USE_CUE,
+)
 from kg.model import PREDICATE_FOR_TYPE, Candidate, Link
 
 
@@ -30,11 +37,13 @@ def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> lis
     for i in proposed:
         c = chosen[i]
         out.append(Link(None, "proposes", i, d.sentence_of(c.span.start), "propose-cue", 0.85))
+    not_used = _not_used(d, chosen)
     first_of: dict[tuple, int] = {}
     for i, c in enumerate(chosen):
         key = (c.type, c.concept or label_key(c.long_form or c.span.text))
         first_of.setdefault(key, i)
-    for key, i in sorted(first_of.items(), key=lambda kv: kv[1]):
+    for key, first in sorted(first_of.items(), key=lambda kv: kv[1]):
+        i = first
         c = chosen[i]
         is_proposed = i in proposed or label_key(c.span.text) in proposed_keys or \
             label_key(c.long_form or "") in proposed_keys
@@ -44,6 +53,14 @@ def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> lis
         cue = USE_CUE if predicate in ("usesTechnique", "usesModel", "runsOn") else EVAL_CUE
         same = [j for j, o in enumerate(chosen)
                 if (o.type, o.concept or label_key(o.long_form or o.span.text)) == key]
+        reasons = [not_used[j] for j in same]
+        if all(reasons):
+            # Only negated, contrasted or prior work: the paper mentions it, it does not use it.
+            out.append(Link(None, "mentions", i, d.sentence_of(c.span.start),
+                            f"mentions:{reasons[0]}", 0.7))
+            continue
+        same = [j for j in same if not not_used[j]]
+        i = same[0]
         best = next((j for j in same if cue.search(d.sentence_of(chosen[j].span.start).text)),
                     None)
         j = best if best is not None else i
@@ -80,3 +97,29 @@ def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> lis
                     break
     return out
 
+
+
+def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
+    """Per candidate: why this occurrence is not a use ("negated", "contrasted", "prior-work")
+    or None. Tasks and metrics are what a paper addresses and measures: never discounted."""
+    out: list[str | None] = []
+    title_end = len(d.paper.title) if d.paper.title else -1
+    for k, c in enumerate(chosen):
+        reason = None
+        if c.type not in ("Task", "Metric") and c.span.start > title_end:
+            sentence = d.sentence_of(c.span.start)
+            window = d.text[max(sentence.start, c.span.start - 80):c.span.start]
+            cue = NOT_USED_BEFORE.search(window)
+            if cue:
+                reason = "contrasted" if re.match(
+                    r"(?i)unlike|in\s+contrast|as\s+opposed|contrary|compared|in\s+comparison|"
+                    r"than|rather|instead|alternative|replac", cue.group(0).strip()) \
+                    else "negated"
+            elif k and out[k - 1] and re.fullmatch(
+                    r"\s*(?:,|and|or|nor|, and|, or)\s*",
+                    d.text[chosen[k - 1].span.end:c.span.start]):
+                reason = out[k - 1]  # "without caching or quantization"
+            elif PRIOR_WORK_SENTENCE.search(d.text[sentence.start:sentence.end]):
+                reason = "prior-work"
+        out.append(reason)
+    return out

@@ -156,3 +156,29 @@ def is_name_token(token: str) -> bool:
     if token in STOP_NAMES or len(token) < 2 or NOT_NAMES_RE.match(token):
         return False
     return any(ch.isupper() for ch in token[1:]) or any(ch.isdigit() for ch in token)
+
+
+# Uses versus mentions: an occurrence right after one of these, in the same clause, is negated
+# ("requires neither caching", "without fine-tuning") or contrasted ("unlike X", "rather than
+# X", "faster than X"): the paper does not use it there.
+NOT_USED_BEFORE = re.compile(
+    r"(?:\b(?:without|neither|nor|instead\s+of|rather\s+than|unlike|in\s+contrast\s+to|"
+    r"as\s+opposed\s+to|contrary\s+to|free\s+(?:of|from)|no\s+need\s+(?:for|of)|"
+    r"(?:does|do|did|is|are|was|were|can|could|need|needs|should)\s+not(?!\s+only)"
+    r"(?:\s+\w+){0,2}|never(?:\s+\w+)?|avoid(?:s|ing|ed)?(?:\s+the\s+need\s+for)?|"
+    r"eliminat\w*\s+(?:the\s+)?need\s+for|obviat\w*\s+(?:the\s+)?need\s+for|"
+    r"bypass\w*|circumvent\w*|dispens\w+\s+with|alternatives?\s+to|replac(?:e|es|ed|ing)|"
+    r"compared\s+(?:to|with)|in\s+comparison\s+(?:to|with)|than|no)"
+    r"(?:\s+(?:the|a|an|any|costly|expensive|explicit|additional|extra|full|standard|"
+    r"conventional|traditional|existing|prior|previous|vanilla|naive|heavy|large|complex|"
+    r"separate|dedicated|external|specialized|per-\w+|\w+-based|\w+-specific))*\s+$)",
+    re.IGNORECASE)
+# "Existing methods rely on X, which …", "Previous works such as X": prior work only.
+PRIOR_WORK_SENTENCE = re.compile(
+    r"^\W*(?:(?:however|yet|but|unfortunately|nevertheless|notably)\W+)?(?:most\s+|many\s+|"
+    r"some\s+|several\s+|these\s+|such\s+)?(?:existing|previous|prior|conventional|"
+    r"traditional|classical|earlier|current|popular|mainstream|standard|recent|typical|"
+    r"common)\s+(?:[\w\-]+\s+){0,3}?(?:methods?|approaches|works?|studies|techniques|"
+    r"solutions|frameworks|algorithms|systems|literature|research|attempts|efforts|baselines|"
+    r"pipelines|paradigms|strategies|designs|practices?|schemes)\b",
+    re.IGNORECASE)
