@@ -73,14 +73,17 @@ def _table(corpus, out) -> None:
                    "(default: $KG_CORPORA, else a shared/corpora dir above the gold file).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-@click.option("-v", "--verbose", is_flag=True, help="List missed and spurious entities per paper.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="List missed and spurious entities (and relations) per paper.")
 @click.option("--fail-under", type=float, default=None,
               help="Exit 1 when overall F1 is below this value (for CI).")
 def eval_cmd(gold, corpora, fmt, verbose, fail_under):
     """Score the extractor against an annotated gold set (precision, recall, F1).
 
     Matching is lenient (any surface form, per paper, same type); borderline gold entities are
-    neither misses nor false positives. Also scores "these two papers share a technique".
+    neither misses nor false positives. Also scores "these two papers share a technique", and,
+    when gold records carry "relations", each relation predicate (subject/object matched the
+    same lenient way; "paper" is the paper itself).
 
     \b
     Example:
@@ -99,11 +102,21 @@ def eval_cmd(gold, corpora, fmt, verbose, fail_under):
             click.echo(f"{name:<10} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} "
                        f"{c.tp:5d} {c.fn:5d} {c.fp:5d}")
         click.echo("(pairs = paper pairs sharing a technique)")
+        if report.per_predicate:
+            click.echo(f"\n{'relation':<14} {'P':>6} {'R':>6} {'F1':>6} {'TP':>5} {'FN':>5} "
+                       f"{'FP':>5}")
+            for name, c in [*report.per_predicate.items(), ("overall", report.relations)]:
+                click.echo(f"{name:<14} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} "
+                           f"{c.tp:5d} {c.fn:5d} {c.fp:5d}")
+            click.echo("(relation overall = micro average over every predicate but mentions)")
         if verbose:
+            keys = ("missed", "spurious", "missed_relations", "spurious_relations")
             for paper in report.errors:
-                if paper["missed"] or paper["spurious"]:
+                if any(paper.get(k) for k in keys):
                     click.echo(f"\n{paper['paper']}")
-                    click.echo("  missed:   " + "; ".join(paper["missed"]))
-                    click.echo("  spurious: " + "; ".join(paper["spurious"]))
+                    for k in keys:
+                        if k in paper:
+                            click.echo(f"  {k.replace('_', ' ') + ':':<20}"
+                                       + "; ".join(paper[k]))
     if fail_under is not None and report.overall.f1 < fail_under:
         raise click.ClickException(f"overall F1 {report.overall.f1:.3f} < {fail_under}")
