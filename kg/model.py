@@ -190,3 +190,6 @@ class Extraction:
     links: tuple[Link, ...]
     label: str | None = None  # a readable label derived from what the paper proposes
     sentences: tuple[tuple[int, int], ...] = ()  # (start, end) of each sentence of paper.text
+    # Terms that wait for the corpus: kept only when another paper uses them too
+    # (kg.extract.terms.promote_recurring), never overlapping ``candidates``.
+    pending: tuple[Candidate, ...] = ()

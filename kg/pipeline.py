@@ -35,23 +35,29 @@ def extractor(trained_model: str | None = None):
 def _extract_chunk(papers: list[Paper]) -> list[tuple]:
     # The parent holds the papers, so only offsets travel back: pickling texts twice would cost
     # the parent more CPU than the second worker saves on two cores.
-    return [(tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
-                    c.long_form) for c in e.candidates),
+    def spans(candidates):
+        return tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
+                      c.long_form) for c in candidates)
+
+    return [(spans(e.candidates),
              tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
-                    k.confidence) for k in e.links), e.label, e.sentences)
+                    k.confidence) for k in e.links), e.label, e.sentences, spans(e.pending))
             for e in _WORKER.extract(papers)]  # type: ignore[union-attr]
 
 
 def _rebuild(paper: Paper, found: tuple) -> Extraction:
     text = paper.text
-    candidates, links, label, sentences = found
+    candidates, links, label, sentences, pending = found
+
+    def rebuild(spans):
+        return tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
+                     for s, e, t, r, c, conf, lf in spans)
+
     return Extraction(
-        paper,
-        tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
-              for s, e, t, r, c, conf, lf in candidates),
+        paper, rebuild(candidates),
         tuple(Link(sub, pred, obj, Span(text[s:e], s, e), r, conf)
               for sub, pred, obj, s, e, r, conf in links),
-        label, sentences)
+        label, sentences, rebuild(pending))
 
 
 def _chunks(items: Sequence[Paper], size: int) -> Iterator[list[Paper]]:
@@ -65,7 +71,19 @@ def extract_all(
     on_progress: Callable[[int], None] | None = None,
     trained_model: str | None = None,
 ) -> list[Extraction]:
-    """Extract every paper, in input order; ``workers > 1`` uses that many processes."""
+    """Extract every paper, in input order; ``workers > 1`` uses that many processes.
+
+    Then the corpus-level step: terms that wait for the corpus are kept where another paper
+    of the same run uses them too.
+    """
+    from kg.extract.terms import promote_recurring
+
+    return promote_recurring(_extract_each(papers, workers, on_progress, trained_model))
+
+
+def _extract_each(papers: Sequence[Paper], workers: int,
+                  on_progress: Callable[[int], None] | None,
+                  trained_model: str | None) -> list[Extraction]:
     out: list[Extraction] = []
     chunk = 50
     if workers <= 1 or len(papers) < 2 * chunk:

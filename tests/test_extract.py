@@ -259,3 +259,64 @@ def test_each_extractor_matches_only_its_own_vocabulary():
                  if c.rule == "vocabulary"}
         assert found == {word}, f"round {round_}: matched {found}"
         gc.collect()
+
+
+def _found(text: str, title: str | None = None) -> set[tuple[str, str]]:
+    return {(c.span.text, c.type) for c in
+            Extractor().extract_one(Paper(id="p", abstract=text, title=title)).candidates}
+
+
+def test_coordinated_and_suffixed_names_are_split_and_kept_whole():
+    from kg.pipeline import extract_all
+
+    found = _found("We evaluate on CIFAR10/100 and fine-tune SDXL-Turbo and GPT-4o mini.")
+    assert {("CIFAR10", "Dataset"), ("SDXL-Turbo", "Model"), ("GPT-4o mini", "Model")} <= found
+    corpus = resolve(extract_all([Paper(id="p", abstract="Results on CIFAR-10/100.")]))
+    assert {"dataset/cifar-10", "dataset/cifar-100"} <= set(corpus.entities)
+    assert all(not alias.isdigit() for e in corpus.entities.values() for alias in e.aliases)
+
+
+def test_acronym_long_forms_with_technique_heads_are_techniques_unless_proposed():
+    assert ("Empirical Risk Minimization", "Technique") in _found(
+        "Models trained with Empirical Risk Minimization (ERM) fail under shift.")
+    assert ("Contrastive Preference Learning", "Method") in _found(
+        "We propose Contrastive Preference Learning (CPL), a new algorithm.")
+
+
+def test_terms_the_vocabulary_lacks_are_kept_in_strong_contexts_only():
+    ex = Extractor().extract_one(Paper(id="p", title="Hierarchical Policy Learning for Robots",
+                                       abstract="We study keyframe interpolation control."))
+    assert ("Hierarchical Policy Learning", "Technique") in {
+        (c.span.text, c.type) for c in ex.candidates}
+    assert [c.span.text for c in ex.pending] == ["keyframe interpolation control"]
+
+
+def test_a_pending_term_is_kept_when_another_paper_of_the_run_uses_it():
+    from kg.pipeline import extract_all
+
+    papers = [Paper(id="a", abstract="We study keyframe interpolation control for arms."),
+              Paper(id="b", abstract="Robots benefit from keyframe interpolation control."),
+              Paper(id="c", abstract="Legged robots need torque interpolation control.")]
+    corpus = resolve(extract_all(papers))
+    term = "technique/keyframe-interpolation-control"
+    assert [term in r.entity_ids for r in corpus.results] == [True, True, False]
+    assert ("a", "usesTechnique", term) in {(r.subject, r.predicate, r.object)
+                                            for r in corpus.results[0].relations}
+    # Alone, a paper keeps no pending term: the run has no second paper using it.
+    alone = resolve(extract_all(papers[:1]))
+    assert term not in alone.results[0].entity_ids
+
+
+def test_negated_contrasted_and_prior_work_techniques_are_mentions_not_uses():
+    from kg.pipeline import extract_all
+
+    text = ("Existing methods rely on quantization, which hurts accuracy. Our approach requires "
+            "neither caching past activations nor pruning. It is faster than knowledge "
+            "distillation and uses low-rank adaptation.")
+    result = resolve(extract_all([Paper(id="p", abstract=text)])).results[0]
+    uses = {r.object for r in result.relations if r.predicate != "mentions"}
+    mentioned = {r.object for r in result.relations if r.predicate == "mentions"}
+    for only_mentioned in ("technique/quantization", "technique/caching", "technique/pruning",
+                           "technique/knowledge-distillation"):
+        assert only_mentioned in mentioned and only_mentioned not in uses, only_mentioned
+    assert "method/lora" in uses

@@ -77,7 +77,10 @@ def _table(corpus, out) -> None:
               help="List missed and spurious entities (and relations) per paper.")
 @click.option("--fail-under", type=float, default=None,
               help="Exit 1 when overall F1 is below this value (for CI).")
-def eval_cmd(gold, corpora, fmt, verbose, fail_under):
+@click.option("--context", "context", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Also extract these inputs in the same run (e.g. the whole conference file), "
+                   "so corpus-level steps see a real corpus; only gold papers are scored.")
+def eval_cmd(gold, corpora, fmt, verbose, fail_under, context):
     """Score the extractor against an annotated gold set (precision, recall, F1).
 
     Matching is lenient (any surface form, per paper, same type); borderline gold entities are
@@ -86,12 +89,13 @@ def eval_cmd(gold, corpora, fmt, verbose, fail_under):
     same lenient way; "paper" is the paper itself).
 
     \b
-    Example:
+    Examples:
       kg eval tests/data/dev-gold.jsonl -v
+      kg eval tests/data/corl-gold.jsonl --context CoRL_2024_Conference.tsv
     """
     from kg.evaluate import evaluate
 
-    report = evaluate(gold, corpora)
+    report = evaluate(gold, corpora, context)
     if fmt == "json":
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:

@@ -18,7 +18,7 @@ from kg.extract.vocabulary import LabelIndex, _Label
 from kg.extract.words import (
     ACRONYM_PAREN,
     GENERIC_HEADS,
-    LF_HEAD_TYPES,
+    HEAD_TYPES,
     PROPOSE_WORD,
     WORD,
 )
@@ -119,13 +119,17 @@ def _trim_generic_head(long_form: str, short: str, start: int) -> tuple[str, int
 def _type_of_long_form(long_form: str, proposing: bool) -> str | None:
     words = long_form.split()
     head = singular(words[-1]).lower()
-    by_head = LF_HEAD_TYPES.get(head)
+    by_head = HEAD_TYPES.get(head)
     significant = [w for w in words if w.lower() not in ("of", "with", "for", "and", "the", "in",
                                                           "on", "to", "via", "from", "a")]
     title_case = len(words) >= 2 and all(w[:1].isupper() for w in significant)
     # A Title Case long form is a named method unless its head says task/dataset/metric.
-    if title_case and by_head in (None, "Technique", "Model"):
-        return "Method" if by_head != "Model" else "Model"
+    if title_case and by_head in (None, "Model"):
+        return "Method" if by_head is None else "Model"
+    if title_case and by_head == "Technique":
+        # "Empirical Risk Minimization (ERM)" names a technique; one the paper proposes is
+        # its method ("we propose Contrastive Preference Learning (CPL)").
+        return "Method" if proposing else "Technique"
     if by_head:
         return by_head
     if head in GENERIC_HEADS:

@@ -20,8 +20,9 @@ from kg.extract.nlp import build_pipeline, load_trained
 from kg.extract.proposals import proposals, retype_acronyms
 from kg.extract.select import inside_new_names, propagate, select
 from kg.extract.tasks import task_phrases
+from kg.extract.terms import term_candidates
 from kg.extract.text import clean_text
-from kg.extract.vocabulary import versioned_names
+from kg.extract.vocabulary import coordinated_names, versioned_names
 from kg.model import Extraction, Paper
 from kg.vocab import Vocabulary, load_vocabulary
 
@@ -55,11 +56,14 @@ class Extractor:
         d = Document.of(paper, text, doc.user_data.get("kg_sentences"))
         found = list(doc.user_data.get("kg_candidates", []))
         found += versioned_names(self.index, list(d.names), text)
+        found += coordinated_names(self.index, text)
         found += acronyms(self.index, d, found)
         proposed = proposals(self.index, d, found)
         found = retype_acronyms([*found, *proposed.candidates], proposed.types)
         found += context_names(self.index, d)
         found += task_phrases(d, found)
+        terms = term_candidates(d, found)
+        found += [c for c, strong in terms if strong]
         if self.ner is not None:
             found += trained_candidates(self.ner, d)
         chosen = select(found)
@@ -70,7 +74,10 @@ class Extractor:
         # Rules read the cleaned text; a mention's text is always the paper's own
         # ("k$-means", not "k -means"), whichever process extracted it.
         chosen = [replace(c, span=d.span(c.span.start, c.span.end)) for c in chosen]
-        return Extraction(paper, tuple(chosen), tuple(found_links), proposed.label, d.sentences)
+        pending = [c for c, strong in terms if not strong and not any(
+            o.span.start < c.span.end and c.span.start < o.span.end for o in chosen)]
+        return Extraction(paper, tuple(chosen), tuple(found_links), proposed.label, d.sentences,
+                          tuple(pending))
 
 
 def relabel(paper: Paper, extraction: Extraction) -> Paper:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kg.extract.text import is_acronym_like, label_key, variants
-from kg.extract.words import TYPE_CONFIDENCE, VERSION_TAIL
+from kg.extract.words import COORDINATED, TYPE_CONFIDENCE, VERSION_TAIL
 from kg.model import Candidate, Span
 from kg.vocab import Vocabulary
 
@@ -97,6 +97,28 @@ def versioned_names(index: LabelIndex, names: list[re.Match], text: str
 
 
 # ---------------------------------------------------------------- acronyms
+
+def coordinated_names(index: LabelIndex, text: str) -> Iterator[Candidate]:
+    """The later members of "CIFAR10/100" (CIFAR-100), when the vocabulary knows them; the
+    mention is the number, the concept the full name.
+
+    >>> from kg.vocab import load_vocabulary
+    >>> [(c.span.text, c.concept.rsplit("/", 1)[-1]) for c in coordinated_names(
+    ...     LabelIndex(load_vocabulary()), "on CIFAR-10/100.")]
+    [('100', 'cifar-100')]
+    """
+    for m in COORDINATED.finditer(text):
+        family, sep = m.group(1), m.group(2)
+        pos = m.start(4)
+        for number in m.group(4).split("/")[1:]:
+            pos += 1
+            for label in index.lookup(family + sep + number) or index.lookup(family + number):
+                yield Candidate(Span(text[pos:pos + len(number)], pos, pos + len(number)),
+                                label.type, "vocabulary-version", label.concept,
+                                TYPE_CONFIDENCE["vocabulary-version"],
+                                long_form=family + sep + number)
+            pos += len(number)
+
 
 class VocabularyMatcher:
     """The ``kg_vocabulary`` component: phrase matches of every label as Candidates.

@@ -15,7 +15,11 @@ NAME = re.compile(r"(?<![\w\-/.])[A-Za-z][A-Za-z0-9]*(?:[\-.][A-Za-z0-9]+|(?<=[A
 # Only names with a digit or a capital after the first letter can be versioned/new names.
 MARKED_NAME = re.compile(r"(?<![\w\-/.])[A-Za-z](?=[A-Za-z0-9\-./]*?[A-Z0-9])[A-Za-z0-9]*"
                           r"(?:[\-.][A-Za-z0-9]+|(?<=[A-Z])/\d+)*(?![\w\-])")
-VERSION_TAIL = re.compile(r"^(?:[\-.]?(?:v?\d+(?:\.\d+)*[A-Za-z]?|[BbMmKk]|XL|XXL|o|mini))+$")
+VERSION_TAIL = re.compile(r"^(?:[\-.]?(?:v?\d+(?:\.\d+)*[A-Za-z]?|[BbMmKk]|XL|XXL|o|mini|Turbo|"
+                          r"Instruct|Chat|Base|Large|Small|Tiny|Pro|Plus|Lightning|Flash|Coder|"
+                          r"Math|VL|Vision|Omni|Ultra|Nano|Max|Medium|Huge|XS|Distill))+$")
+# "CIFAR10/100", "CIFAR-10/100": a numbered name and more numbers of the same family.
+COORDINATED = re.compile(r"(?<![\w\-/])([A-Za-z][A-Za-z\-]*?)(-?)(\d+)((?:/\d+)+)(?![\w\-/])")
 SIZE = re.compile(r"\d+(?:\.\d+)?[BMK]$")
 ACRONYM_PAREN = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{0,11}?)(?:s)?\s*(?:;[^)]*)?\)")
 WORD = re.compile(r"[A-Za-z0-9][\w\-']*")
@@ -57,22 +61,27 @@ DATASET_HEADS = {"benchmark", "dataset", "corpus", "suite", "testbed", "collecti
 MODEL_HEADS = {"model", "llm", "network", "architecture", "transformer", "backbone",
                 "foundation", "encoder", "decoder", "vlm", "mllm"}
 
-LF_HEAD_TYPES: dict[str, str] = {}
+# The type a head word gives a phrase: "causal effect estimation" is a Task, "contrastive
+# learning" a Technique, "success rate" a Metric. Used by the acronym, task and term rules.
+HEAD_TYPES: dict[str, str] = {}
 for _type, _heads in {
     "Task": "recognition generation classification detection segmentation prediction estimation "
             "translation answering retrieval summarization forecasting captioning synthesis "
             "tracking localization parsing reconstruction completion planning navigation "
-            "manipulation editing",
+            "manipulation editing reasoning regression locomotion grasping servoing",
     "Dataset": "dataset benchmark corpus suite testbed",
-    "Metric": "score error accuracy ratio",
+    "Metric": "score error accuracy ratio rate regret",
     "Technique": "learning training optimization attention distillation regularization sampling "
                  "decoding tuning fine-tuning pruning quantization alignment augmentation "
                  "embedding encoding normalization inference compression caching prompting "
-                 "pretraining pre-training adaptation",
+                 "pretraining pre-training adaptation minimization maximization control "
+                 "modeling modelling guidance filtering matching smoothing masking tokenization "
+                 "search programming",
     "Model": "network networks transformer autoencoder model",
 }.items():
     for _head in _heads.split():
-        LF_HEAD_TYPES[_head] = _type
+        HEAD_TYPES[_head] = _type
+TASK_HEADS = "|".join(sorted(h for h, t in HEAD_TYPES.items() if t == "Task"))
 
 HARDWARE_CONTEXT = re.compile(r"^\s+(?:GPUs?|TPUs?|chips?|accelerators?|cards?)\b")
 NUMBER_FORMAT = re.compile(r"^(?:FP|INT|BF|UINT|W\d+A)\d+$")
@@ -110,10 +119,6 @@ GENERIC_HEADS = {"method", "approach", "framework", "technique", "algorithm", "m
                   "strategy", "scheme", "mechanism", "paradigm", "pipeline", "system"}
 
 
-TASK_HEADS = ("generation|synthesis|classification|estimation|recognition|detection|segmentation|"
-               "reasoning|manipulation|regression|prediction|forecasting|translation|retrieval|"
-               "captioning|summarization|tracking|localization|navigation|reconstruction|"
-               "completion|answering")
 TASK_PHRASE = re.compile(
     r"(?<![\w\-])((?:(?:[a-z][a-z0-9\-]*|[1-9]D)\s+){1,2})(" + TASK_HEADS + r")\b")
 TASK_STOP = set("""
@@ -143,12 +148,12 @@ WordPress DeepSeek ChatBot AutoML PhD PhDs NeurIPS ICLR ICML CoRL OpenReview ArX
 RULE_PRIORITY = {
     "acronym-definition": 6, "proposed-name": 5, "vocabulary": 4, "acronym-use": 4,
     "vocabulary-version": 4, "proposed-name-use": 3, "context-model": 2, "context-dataset": 2,
-    "context-hardware": 2, "named-entity": 1, "task-phrase": 1,
+    "context-hardware": 2, "named-entity": 1, "task-phrase": 1, "term": 1,
 }
 TYPE_CONFIDENCE = {"vocabulary": 0.9, "vocabulary-version": 0.85, "acronym-definition": 0.85,
                    "acronym-use": 0.8, "proposed-name": 0.85, "proposed-name-use": 0.8,
                    "context-model": 0.65, "context-dataset": 0.7, "context-hardware": 0.7,
-                   "named-entity": 0.5, "task-phrase": 0.6}
+                   "named-entity": 0.5, "task-phrase": 0.6, "term": 0.6}
 
 
 def is_name_token(token: str) -> bool:
