@@ -17,6 +17,7 @@ from kg.extract.words import (
     EXTEND,
     NOT_USED_BEFORE,
     OUTPERFORM,
+    PRIOR_WORK_BEFORE,
     PRIOR_WORK_SENTENCE,
     USE_CUE,
 )
@@ -84,7 +85,10 @@ def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> lis
                 continue
             for j in in_sent:
                 o = chosen[j]
-                if o.span.start < start + m.end() or o.type not in ("Method", "Model"):
+                # Baselines and what a method builds on may be techniques ("extends test-time
+                # augmentation", "outperforms fine-tuning").
+                if o.span.start < start + m.end() or o.type not in ("Method", "Model",
+                                                                     "Technique"):
                     continue
                 gap = d.text[start + m.end():o.span.start]
                 # "outperforms X on/in/with Y": Y is where, not whom.
@@ -119,7 +123,8 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
                     r"\s*(?:,|and|or|nor|, and|, or)\s*",
                     d.text[chosen[k - 1].span.end:c.span.start]):
                 reason = out[k - 1]  # "without caching or quantization"
-            elif PRIOR_WORK_SENTENCE.search(d.text[sentence.start:sentence.end]):
+            elif PRIOR_WORK_SENTENCE.search(d.text[sentence.start:sentence.end]) or \
+                    PRIOR_WORK_BEFORE.search(d.text[sentence.start:c.span.start]):
                 reason = "prior-work"
         out.append(reason)
     return out

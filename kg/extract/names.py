@@ -75,6 +75,10 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
         ):
             out.append(Candidate(span, "Dataset", "context-dataset", None, 0.7))
             last_dataset_end = m.end()
+        elif re.match(r"\s+(?:baselines?|algorithms?|policy|policies|planners?|solvers?)\b",
+                      after) and not NUMBER_FORMAT.match(token):
+            # "surpasses the RVT baseline", "the PPO algorithm": a method by name
+            out.append(Candidate(span, "Method", "context-method", None, 0.65))
     return out
 
 

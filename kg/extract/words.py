@@ -148,11 +148,12 @@ WordPress DeepSeek ChatBot AutoML PhD PhDs NeurIPS ICLR ICML CoRL OpenReview ArX
 RULE_PRIORITY = {
     "acronym-definition": 6, "proposed-name": 5, "vocabulary": 4, "acronym-use": 4,
     "vocabulary-version": 4, "proposed-name-use": 3, "context-model": 2, "context-dataset": 2,
-    "context-hardware": 2, "named-entity": 1, "task-phrase": 1, "term": 1,
+    "context-hardware": 2, "context-method": 2, "named-entity": 1, "task-phrase": 1, "term": 1,
 }
 TYPE_CONFIDENCE = {"vocabulary": 0.9, "vocabulary-version": 0.85, "acronym-definition": 0.85,
                    "acronym-use": 0.8, "proposed-name": 0.85, "proposed-name-use": 0.8,
                    "context-model": 0.65, "context-dataset": 0.7, "context-hardware": 0.7,
+                   "context-method": 0.65,
                    "named-entity": 0.5, "task-phrase": 0.6, "term": 0.6}
 
 
@@ -174,7 +175,8 @@ NOT_USED_BEFORE = re.compile(
     r"eliminat\w*\s+(?:the\s+)?need\s+for|obviat\w*\s+(?:the\s+)?need\s+for|"
     r"bypass\w*|circumvent\w*|dispens\w+\s+with|alternatives?\s+to|replac(?:e|es|ed|ing)|"
     r"compared\s+(?:to|with)|in\s+comparison\s+(?:to|with)|than|no)"
-    r"(?:\s+(?:the|a|an|any|costly|expensive|explicit|additional|extra|full|standard|"
+    r"(?:\s+(?:relying|depending|requiring|using|needing|resorting|recourse|need|needs|for|on|"
+    r"to|of|the|a|an|any|costly|expensive|explicit|additional|extra|full|standard|"
     r"conventional|traditional|existing|prior|previous|vanilla|naive|heavy|large|complex|"
     r"separate|dedicated|external|specialized|per-\w+|\w+-based|\w+-specific))*\s+$)",
     re.IGNORECASE)
@@ -185,5 +187,15 @@ PRIOR_WORK_SENTENCE = re.compile(
     r"traditional|classical|earlier|current|popular|mainstream|standard|recent|typical|"
     r"common)\s+(?:[\w\-]+\s+){0,3}?(?:methods?|approaches|works?|studies|techniques|"
     r"solutions|frameworks|algorithms|systems|literature|research|attempts|efforts|baselines|"
-    r"pipelines|paradigms|strategies|designs|practices?|schemes)\b",
+    r"pipelines|paradigms|strategies|designs|practices?|schemes)\b"
+    r"|^\W*(?:traditionally|historically|previously|conventionally|classically)\b",
+    re.IGNORECASE)
+# Within a sentence, what follows "prior work has …", "… have been proposed that use", "inspired
+# by the success of" is someone else's work.
+PRIOR_WORK_BEFORE = re.compile(
+    r"\b(?:(?:prior|previous|existing|earlier|past|traditional|conventional|other)\s+"
+    r"(?:works?|methods?|approaches|studies|research|literature|efforts|attempts|techniques)\s+"
+    r"(?:has|have|had|typically|usually|often|mostly|either|rely|relied|use|used|employ|"
+    r"adopt|focus|require)|researchers\s+(?:have|had)|(?:have|has)\s+been\s+(?:proposed|"
+    r"developed|introduced|studied|explored))\b|\binspired\s+by\b[^,;]*$",
     re.IGNORECASE)
