@@ -696,7 +696,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._refuse(_text(403, f"cross-site POST refused ({why}): updates are on, so "
                                    "only this server's own page and --cors origins may POST"))
                 return
-        declared = (self.headers.get("Content-Length") or "0").strip()
+        declared = self.headers.get("Content-Length", "0").strip()
         if not declared.isascii() or not declared.isdigit():
             self._refuse(_text(400, f"bad Content-Length {declared!r}: send the body's size in "
                                "bytes as a non-negative integer"))
