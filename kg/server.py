@@ -209,7 +209,7 @@ class QueryPool:
     def __init__(self, graph: str | Path, *, workers: int = 2, timeout: float = 10.0,
                  max_results: int = 10_000, load_timeout: float = 300.0,
                  cache_entries: int = 256, cache_bytes: int = 64 << 20,
-                 max_per_client: int = 8, allow_service: tuple[str, ...] = ()) -> None:
+                 max_per_client: int = 16, allow_service: tuple[str, ...] = ()) -> None:
         self.graph = str(graph_file(graph))
         self.timeout = timeout
         self.max_results = max_results
@@ -472,7 +472,7 @@ class ServerConfig:
     workers: int = 2
     cache_entries: int = 256  # identical queries answered from memory; 0 turns the cache off
     cache_bytes: int = 64 << 20  # and at most this many bytes of answers and query text
-    max_per_client: int = 8  # queries one client address may have waiting or running; 0: any
+    max_per_client: int = 16 # queries one client address may have waiting or running; 0: any
     allow_service: tuple[str, ...] = ()  # hosts (HOST or HOST:PORT) SERVICE and LOAD may reach
     cors: tuple[str, ...] = ()  # origins (scheme://host[:port]) whose pages may read answers
     allow_hosts: tuple[str, ...] = ()  # extra Host header names accepted (a reverse proxy, say)

@@ -41,8 +41,9 @@ def graph_dir(seed_rdf_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def server(graph_dir):
+    # The concurrency tests' 20 clients all come from 127.0.0.1, one address: let them all wait.
     running = start_server(ServerConfig(graph=graph_dir / "graph.ttl", port=0, timeout=TIMEOUT,
-                                        max_results=MAX_RESULTS, workers=2))
+                                        max_results=MAX_RESULTS, workers=2, max_per_client=32))
     yield running
     running.stop()
 
@@ -173,17 +174,36 @@ def test_an_update_is_refused_with_403_and_changes_nothing(server):
     assert count_papers(client(server)) == 19
 
 
-def test_a_query_past_its_timeout_is_stopped_with_503_and_the_server_keeps_answering(server):
-    with ThreadPoolExecutor(2) as pool:
-        slow = pool.submit(http, f"{server.url}?{urllib.parse.urlencode({'query': SLOW})}")
+@pytest.fixture(scope="module")
+def uncached(graph_dir):
+    # No answer cache: every answer below must come from a worker, or the test proves nothing.
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT, workers=2,
+                                        cache_entries=0))
+    yield running
+    running.stop()
+
+
+def count_from_a_worker(running) -> int:
+    status, headers, body = http(f"{running.url}?{urllib.parse.urlencode({'query': PAPERS})}")
+    assert status == 200 and "X-KG-Cache" not in headers
+    return int(json.loads(body)["results"]["bindings"][0]["n"]["value"])
+
+
+def test_a_query_past_its_timeout_is_stopped_with_503_and_the_server_keeps_answering(uncached):
+    pool = uncached.httpd.pool
+    with ThreadPoolExecutor(2) as threads:
+        started = time.monotonic()
+        slow = threads.submit(http, f"{uncached.url}?{urllib.parse.urlencode({'query': SLOW})}")
         # While one worker is stuck, the other still answers.
-        assert count_papers(client(server)) == 19
-        status, _, body = slow.result()
-    assert status == 503
-    assert b"timeout" in body
-    assert server.httpd.pool.wait_idle()  # the killed worker is replaced
-    for _ in range(4):  # idle workers are taken in turn, so this reaches the new one too
-        assert count_papers(client(server)) == 19
+        assert count_from_a_worker(uncached) == 19
+        status, headers, body = slow.result()
+        waited = time.monotonic() - started
+    assert status == 503 and b"timeout" in body and headers["Retry-After"]
+    assert TIMEOUT <= waited < TIMEOUT + 30  # stopped at the timeout, not left to run
+    assert pool.wait_idle()  # the killed worker is replaced...
+    # ...and both workers answer: a stuck worker put back would hang one of these.
+    with ThreadPoolExecutor(2) as threads:
+        assert list(threads.map(lambda _: count_from_a_worker(uncached), range(6))) == [19] * 6
 
 
 def test_variables_can_be_bound_with_dollar_parameters_as_terms(server, seed_corpus):
@@ -455,3 +475,87 @@ def test_a_bad_content_length_is_answered_400_not_a_traceback(server):
         assert response.status == 400, value
         assert b"Content-Length" in body
     assert count_papers(client(server)) == 19
+
+
+# ---------------------------------------------------------------- fairness and memory
+
+def test_cheap_queries_keep_a_worker_while_runaway_queries_loop(graph_dir):
+    timeout = 2.0
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=timeout, workers=2,
+                                        cache_entries=0))
+    slow = f"{running.url}?{urllib.parse.urlencode({'query': SLOW})}"
+    try:
+        assert http(slow)[0] == 503  # it runs past the timeout once: now it is known heavy
+        assert running.httpd.pool.is_heavy(SLOW + "  # same query, other spacing")
+        assert running.httpd.pool.wait_idle()
+        stop = threading.Event()
+        answers: list[tuple[int, str | None]] = []
+
+        def loop() -> None:
+            for _ in range(4):  # bounded, whatever happens
+                if stop.is_set():
+                    return
+                status, headers, _ = http(slow)
+                answers.append((status, headers.get("Retry-After")))
+
+        loops = [threading.Thread(target=loop) for _ in range(3)]
+        for thread in loops:
+            thread.start()
+        time.sleep(0.5)  # the loops hold whatever workers they may
+        for n in range(5):
+            query = urllib.parse.urlencode({"query": f"ASK {{ ?s ?p {n} }}"})
+            started = time.monotonic()
+            status, _, body = http(f"{running.url}?{query}")
+            # Answered by the free worker, not after waiting out a runaway query's timeout.
+            assert status == 200, body
+            assert time.monotonic() - started < timeout / 2
+        stop.set()
+        for thread in loops:
+            thread.join(60)
+        assert answers and all(status == 503 and retry for status, retry in answers)
+    finally:
+        running.stop()
+
+
+def test_one_client_past_its_bound_gets_429_with_retry_after(graph_dir):
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=2.0, workers=2,
+                                        cache_entries=0, max_per_client=1))
+    try:
+        with ThreadPoolExecutor(1) as threads:
+            slow = threads.submit(http, f"{running.url}?{urllib.parse.urlencode({'query': SLOW})}")
+            time.sleep(0.5)
+            status, headers, body = http(f"{running.url}?"
+                                         f"{urllib.parse.urlencode({'query': PAPERS})}")
+            assert status == 429 and headers["Retry-After"] and b"--max-per-client" in body
+            assert slow.result()[0] == 503
+        assert running.httpd.pool.wait_idle()
+        assert http(f"{running.url}?{urllib.parse.urlencode({'query': PAPERS})}")[0] == 200
+    finally:
+        running.stop()
+
+
+def test_the_answer_cache_is_bounded_in_bytes(graph_dir):
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT, workers=1,
+                                        cache_entries=1000, cache_bytes=40_000))
+    pool = running.httpd.pool
+
+    def ask(n: int):
+        query = f"SELECT ?s ?p ?o WHERE {{ ?s ?p ?o }} ORDER BY ?s ?p ?o LIMIT {n}"
+        return http(f"{running.url}?{urllib.parse.urlencode({'query': query})}")
+
+    try:
+        sizes = []
+        for n in range(40, 60):  # answers of ~10 KB each: far more than 40 KB in all
+            status, headers, body = ask(n)
+            assert status == 200 and "X-KG-Cache" not in headers
+            sizes.append(len(body))
+            assert pool.cached_bytes <= 40_000
+        assert sum(sizes) > 4 * 40_000
+        assert "X-KG-Cache" not in ask(40)[1]  # the oldest answers were let go...
+        assert ask(59)[1]["X-KG-Cache"] == "hit"  # ...the newest kept
+        big = "SELECT * WHERE { ?s ?p ?o } LIMIT 2000"  # one answer over the whole bound
+        for _ in range(2):
+            status, headers, _ = http(f"{running.url}?{urllib.parse.urlencode({'query': big})}")
+            assert status == 200 and "X-KG-Cache" not in headers
+    finally:
+        running.stop()

@@ -230,7 +230,7 @@ def _print_table(doc: dict) -> None:
               help="Answers to identical queries kept in memory (cleared by any update); 0: off.")
 @click.option("--cache-bytes", type=click.IntRange(0), default=64 << 20, show_default=True,
               help="Bytes of answers (and their query text) the cache may hold at most.")
-@click.option("--max-per-client", type=click.IntRange(0), default=8, show_default=True,
+@click.option("--max-per-client", type=click.IntRange(0), default=16, show_default=True,
               help="Queries one client address may have waiting or running (429 beyond); 0: "
                    "no bound.")
 @click.option("--allow-service", "allow_service", multiple=True, metavar="HOST[:PORT]",
