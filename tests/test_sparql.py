@@ -120,3 +120,37 @@ def test_the_library_path_refuses_service_and_load_before_pyoxigraph_sees_them()
 def test_a_malformed_bound_value_is_bad_input():
     with pytest.raises(InputError):
         parse_binding('"unterminated')
+
+
+def test_a_malformed_bind_exits_2_as_bad_input(seed_rdf_dir):
+    import subprocess
+    import sys
+
+    query = "SELECT ?x WHERE { ?s ?p ?x }"
+    for bind in ("no-equals-sign", 'x="unterminated', "x=<not an iri>"):
+        proc = subprocess.run([sys.executable, "-m", "kg", "sparql", query, "--graph",
+                               str(seed_rdf_dir), "--bind", bind],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == InputError.exit_code == 2, (bind, proc.stderr)
+        assert "Traceback" not in proc.stderr and "bind" in proc.stderr
+
+
+def test_rdf_sparql_and_server_import_in_one_direction_only():
+    import ast
+    from pathlib import Path
+
+    import kg
+
+    def imports(module: str) -> set[str]:
+        tree = ast.parse((Path(kg.__file__).parent / f"{module}.py").read_text("utf-8"))
+        found = set()
+        for node in ast.walk(tree):  # function-level imports count too
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        return found
+
+    assert not imports("rdf") & {"kg.sparql", "kg.server"}
+    assert "kg.server" not in imports("sparql")
+    assert "kg.sparql" in imports("server")

@@ -161,7 +161,10 @@ def sparql(query, graph, fmt, binds, max_results):
         if not sep or not name:
             raise InputError(f"--bind {bind!r}: write it as NAME=VALUE")
         bindings[name] = value
-    subs = substitutions(bindings)  # a malformed value is bad input (exit 2), found before loading
+    try:  # a malformed value is bad input (exit 2), found before the graph is loaded
+        subs = substitutions(bindings)
+    except InputError as exc:
+        raise InputError(f"--bind: {exc}") from exc
     store = load_store(graph)
     requested = "json" if fmt == "table" else fmt
     # SERVICE is refused here too: `kg sparql` never sends a request anywhere.
