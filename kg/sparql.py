@@ -116,11 +116,11 @@ def choose_format(kind: str, requested: str | None, accept: str | None) -> str |
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
   | (?P<comment>\#[^\r\n]*)
-  | (?P<string>\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''
-              |"(?:[^"\\\r\n]|\\.)*"|'(?:[^'\\\r\n]|\\.)*')
+  | (?P<string>\"\"\"(?:[^"\\]++|\\.|"(?!""))*+\"\"\"|'''(?:[^'\\]++|\\.|'(?!''))*+'''
+              |"(?:[^"\\\r\n]++|\\.)*+"|'(?:[^'\\\r\n]++|\\.)*+')
   | (?P<iri><[^<>"{}|^`\\\x00-\x20]*>)
   | (?P<var>[?$][\w\u00b7\u0300-\u036f\u203f\u2040]+)
-  | (?P<word>(?:[\w:]|[^\x00-\x7f])(?:[\w:.%-]|\\.|[^\x00-\x7f])*)
+  | (?P<word>(?:[\w:]|[^\x00-\x7f])(?:[\w:.%-]++|\\.|[^\x00-\x7f]++)*+)
   | (?P<punct>.)
 """, re.VERBOSE | re.DOTALL)
 
@@ -202,6 +202,9 @@ def vet(text: str, *, allow_service: Iterable[str] = (), update: bool = False,
     ...
     kg.sparql.RefusedQueryError: SERVICE ?where refused: ...
     """
+    lowered = text.lower()
+    if "service" not in lowered and not (update and "load" in lowered):
+        return  # the keyword is spelled out in ASCII or pyoxigraph does not read it
     allow_service = list(allow_service)
     toks = list(tokens(text))
     declared: dict[str, set[str]] = {}
