@@ -175,6 +175,8 @@ class _Worker:
         return value
 
     def kill(self) -> None:
+        if self.process.returncode is not None:
+            return
         self.process.kill()
         self.process.wait(5)
         self._send.close()
@@ -234,7 +236,8 @@ class QueryPool:
         self.cache_bytes = cache_bytes
         self.cached_bytes = 0
         self._cache_lock = threading.Lock()
-        started = [_Worker(self.graph, [], self.allow_service) for _ in range(self._size)]
+        self._live: set[_Worker] = set()  # every worker not yet killed, busy or idle
+        started = [self._spawn([]) for _ in range(self._size)]
         try:
             for worker in started:
                 self.triples = worker.wait_ready(load_timeout)
@@ -244,6 +247,12 @@ class QueryPool:
             raise
         for worker in started:
             self._idle.put(worker)
+
+    def _spawn(self, updates: list[str]) -> _Worker:
+        worker = _Worker(self.graph, updates, self.allow_service)
+        with self._lock:
+            self._live.add(worker)
+        return worker
 
     @property
     def idle_workers(self) -> int:
@@ -287,12 +296,14 @@ class QueryPool:
         """Kill ``worker`` and start a replacement in the background (replaying updates);
         ``then`` runs once the replacement is ready (or the pool closes)."""
         worker.kill()
+        with self._lock:
+            self._live.discard(worker)
 
         def start() -> None:
             try:
                 while not self._closed:
                     with self._update_lock:  # no update may slip between snapshot and ready
-                        fresh = _Worker(self.graph, self._updates, self.allow_service)
+                        fresh = self._spawn(self._updates)
                         try:
                             fresh.wait_ready(self.load_timeout)
                         except ServiceError:
@@ -455,12 +466,12 @@ class QueryPool:
             return result or Reply(204, b"")
 
     def close(self) -> None:
+        """Kill every worker, busy ones too: a runaway query must not outlive the server."""
         self._closed = True
-        while True:
-            try:
-                self._idle.get_nowait().kill()
-            except queue.Empty:
-                break
+        with self._lock:
+            live, self._live = list(self._live), set()
+        for worker in live:
+            worker.kill()
 
 
 # ---------------------------------------------------------------- HTTP

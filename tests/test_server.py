@@ -559,3 +559,15 @@ def test_the_answer_cache_is_bounded_in_bytes(graph_dir):
             assert status == 200 and "X-KG-Cache" not in headers
     finally:
         running.stop()
+
+
+def test_stopping_the_server_kills_a_worker_busy_with_a_runaway_query(graph_dir):
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=60.0, workers=1,
+                                        cache_entries=0))
+    worker = running.httpd.pool._idle.queue[0]  # the only worker
+    threading.Thread(target=http, daemon=True,
+                     args=(f"{running.url}?{urllib.parse.urlencode({'query': SLOW})}",)).start()
+    time.sleep(1.0)  # the query is running in the worker
+    assert worker.process.poll() is None
+    running.stop()
+    assert worker.process.wait(10) is not None  # not left burning a core after the server
