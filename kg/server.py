@@ -384,9 +384,9 @@ class QueryPool:
             heavy = heavy_key in self._heavy
         retry = {"Retry-After": self.retry_after}
         if heavy and not self._heavy_slots.acquire(timeout=self.timeout):
-            return _text(503, "server busy: this query ran long before, and the workers slow "
-                         f"queries may use stayed busy for {self.timeout:g} s; retry later, or "
-                         "narrow it", **retry)
+            return _text(503, "server busy: this query ran long before, so it may use only "
+                         "the workers not kept for quick queries, and they stayed busy for "
+                         f"{self.timeout:g} s; retry later, or narrow it", **retry)
         release = self._heavy_slots.release if heavy else None
         try:
             worker = self._acquire()
