@@ -25,7 +25,7 @@ from decimal import Decimal
 from pathlib import Path
 from urllib.parse import quote
 
-from kg.errors import KgError
+from kg.errors import InputError, KgError
 from kg.model import ENTITY_TYPES, Corpus, Entity, Paper, Relation
 from kg.vocab import BASE, CONCEPT_NS, ENTITY_NS, ONTOLOGY_NS, PAPER_NS, Vocabulary, load_vocabulary
 
@@ -415,49 +415,20 @@ def _write_text(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def parse_binding(value: str):
-    """A ``--bind`` value as a pyoxigraph term — parsed as data, never spliced into a query.
-
-    ``<iri>`` → IRI; ``prefix:name`` with one of kg's prefixes → IRI; an N-Triples literal
-    (``"5"^^<…#integer>``, ``"x"@en``; ``^^xsd:…`` allowed) → that literal; anything else →
-    a plain string.
-
-    >>> parse_binding("quantization")
-    <Literal value=quantization datatype=<NamedNode value=http://www.w3.org/2001/XMLSchema#string>>
-    >>> parse_binding("kg:Technique")
-    <NamedNode value=https://w3id.org/mlkg/ontology#Technique>
-    >>> parse_binding('"3"^^xsd:integer').value
-    '3'
-    """
-    import pyoxigraph as ox
-
-    from kg.errors import QueryError
-
-    text = value.strip()
-    if text.startswith("<") and text.endswith(">"):
-        try:
-            return ox.NamedNode(text[1:-1])
-        except ValueError as exc:
-            raise QueryError(f"--bind value {value!r} is not a valid IRI ({exc})") from exc
-    prefix, sep, local = text.partition(":")
-    if sep and prefix in PREFIXES and local and not local.startswith("//"):
-        return ox.NamedNode(PREFIXES[prefix] + local)
-    if text.startswith('"'):
-        # Let the N-Triples parser read the literal: one triple must come out, or it is refused.
-        for name, ns in PREFIXES.items():
-            text = text.replace(f"^^{name}:", f"^^<{ns}") if f"^^{name}:" in text else text
-        if "^^<" in text and not text.endswith(">"):
-            text += ">"
-        try:
-            triples = list(ox.parse(f"<urn:s> <urn:p> {text} .\n".encode(),
-                                    format=ox.RdfFormat.N_TRIPLES))
-        except SyntaxError as exc:
-            raise QueryError(f"--bind value {value!r} is not an N-Triples literal ({exc}); "
-                             "drop the quotes to pass a plain string") from exc
-        if len(triples) != 1 or not isinstance(triples[0].object, ox.Literal):
-            raise QueryError(f"--bind value {value!r} is not a single literal")
-        return triples[0].object
-    return ox.Literal(value)
+def graph_file(path: str | Path) -> Path:
+    """The graph file at ``path``: itself, or graph.nt / graph.ttl / graph.jsonld in an export
+    directory (InputError if there is none)."""
+    path = Path(path)
+    if path.is_dir():
+        for name in ("graph.nt", "graph.ttl", "graph.jsonld"):
+            if (path / name).is_file():
+                return path / name
+        raise InputError(f"{path}: no graph.nt, graph.ttl or graph.jsonld here; "
+                         f"run `kg build INPUT... -o {path}` first")
+    if not path.is_file():
+        raise InputError(f"{path}: no such graph file; pass a .ttl/.nt/.jsonld file or the "
+                         "directory `kg build -o` wrote")
+    return path
 
 
 @dataclass(frozen=True)
@@ -484,8 +455,6 @@ def validate_graph(graph: str | Path, shapes: str | Path | None = None) -> list[
     import pyshacl
     import rdflib
 
-    from kg.errors import InputError
-    from kg.server import graph_file
     from kg.vocab import ontology_dir
 
     path = graph_file(graph) if Path(graph).is_dir() else Path(graph)

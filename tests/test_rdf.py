@@ -13,12 +13,12 @@ from conftest import ROOT, paper_with
 from rdflib.compare import isomorphic
 
 from kg import rdf
-from kg.errors import KgError, QueryError
+from kg.errors import InputError, KgError
 from kg.io import read_jsonl, write_jsonl
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
 from kg.pipeline import run
-from kg.rdf import ONTOLOGY_NS, PREFIXES, entity_iri, paper_iri, parse_binding, validate_graph
-from kg.server import execute_query, load_store, saved_queries
+from kg.rdf import ONTOLOGY_NS, PREFIXES, entity_iri, paper_iri, validate_graph
+from kg.sparql import execute_query, load_store, parse_binding, saved_queries
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:rdflib.*")
 
@@ -52,8 +52,9 @@ def select(store, query: str, **binds: str) -> list[dict[str, str]]:
 def test_module_doctests_pass():
     import kg.rdf
     import kg.server
+    import kg.sparql
 
-    for module in (kg.rdf, kg.server):
+    for module in (kg.rdf, kg.server, kg.sparql):
         failed, _ = doctest.testmod(module)
         assert failed == 0, module.__name__
 
@@ -279,9 +280,9 @@ def test_parse_binding_reads_iris_prefixed_names_and_typed_literals():
     typed = parse_binding('"5"^^xsd:integer')
     assert typed.datatype == ox.NamedNode("http://www.w3.org/2001/XMLSchema#integer")
     assert parse_binding('"bonjour"@fr').language == "fr"
-    with pytest.raises(QueryError):
+    with pytest.raises(InputError):
         parse_binding('"unterminated')
-    with pytest.raises(QueryError):
+    with pytest.raises(InputError):
         parse_binding("<not an iri>")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from kg.cli.common import input_options, report_skips, show_progress
-from kg.errors import InputError, KgError, QueryError
+from kg.errors import InputError, KgError
 
 RESULT_FORMATS = ("table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "jsonld")
 
@@ -114,7 +114,7 @@ def validate(graph, shapes, limit):
 
 def _read_query(query: str) -> str:
     """QUERY as given: a file, else a saved query's name (sparql/NAME.rq), else SPARQL text."""
-    from kg.server import saved_queries
+    from kg.sparql import saved_queries
 
     path = Path(query)
     if "\n" not in query and path.is_file():
@@ -151,30 +151,25 @@ def sparql(query, graph, fmt, binds, max_results):
       kg sparql papers-sharing-technique --bind technique=quantization
       kg sparql 'SELECT (COUNT(*) AS ?n) WHERE { ?p a kg:Paper }' --format json
     """
-    import pyoxigraph as ox
-
-    from kg.rdf import parse_binding
-    from kg.server import execute_query, load_store
+    from kg.sparql import execute_query, load_store, substitutions
 
     text = _read_query(query)
-    substitutions = {}
+    bindings = {}
     for bind in binds:
         name, sep, value = bind.partition("=")
         name = name.strip().lstrip("?$")
         if not sep or not name:
-            raise QueryError(f"--bind {bind!r}: write it as NAME=VALUE")
-        substitutions[ox.Variable(name)] = parse_binding(value)
+            raise InputError(f"--bind {bind!r}: write it as NAME=VALUE")
+        bindings[name] = value
+    try:  # a malformed value is bad input (exit 2), found before the graph is loaded
+        subs = substitutions(bindings)
+    except InputError as exc:
+        raise InputError(f"--bind: {exc}") from exc
     store = load_store(graph)
     requested = "json" if fmt == "table" else fmt
-    try:
-        out = execute_query(store, text, requested=requested, max_results=max_results or 2**62,
-                            substitutions=substitutions or None)
-    except SyntaxError as exc:
-        raise QueryError(f"malformed query: {exc}") from exc
-    except RuntimeError as exc:  # e.g. a --bind variable the query does not project
-        raise QueryError(f"{exc}; a --bind variable must appear in the SELECT clause") from exc
-    except OSError as exc:
-        raise QueryError(f"query failed: {exc}") from exc
+    # SERVICE is refused here too: `kg sparql` never sends a request anywhere.
+    out = execute_query(store, text, requested=requested, max_results=max_results or 2**62,
+                        substitutions=subs)
     if fmt == "table" and out.kind == "results":
         _print_table(json.loads(out.body))
     else:
@@ -236,17 +231,35 @@ def _print_table(doc: dict) -> None:
               help="Query worker processes (each holds the graph in memory).")
 @click.option("--cache-entries", type=click.IntRange(0), default=256, show_default=True,
               help="Answers to identical queries kept in memory (cleared by any update); 0: off.")
-def serve(graph, host, port, timeout, max_results, allow_update, workers, cache_entries):
+@click.option("--cache-bytes", type=click.IntRange(0), default=64 << 20, show_default=True,
+              help="Bytes of answers (and their query text) the cache may hold at most.")
+@click.option("--max-per-client", type=click.IntRange(0), default=16, show_default=True,
+              help="Queries one client address may have waiting or running (429 beyond); 0: "
+                   "no bound.")
+@click.option("--allow-service", "allow_service", multiple=True, metavar="HOST[:PORT]",
+              help="Let SERVICE (and, with --allow-update, LOAD) reach this host (repeatable); "
+                   "by default the endpoint never sends a request anywhere.")
+@click.option("--cors", multiple=True, metavar="ORIGIN",
+              help="Let web pages from ORIGIN (e.g. http://localhost:3000) read answers "
+                   "(repeatable); by default no cross-origin page can.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also accept requests whose Host header is NAME (repeatable; e.g. behind a "
+                   "reverse proxy). By default only the bound address and loopback names.")
+def serve(graph, host, port, timeout, max_results, allow_update, workers, cache_entries,
+          cache_bytes, max_per_client, allow_service, cors, allow_hosts):
     """Serve a graph as a read-only SPARQL 1.1 endpoint at http://HOST:PORT/sparql.
 
     GET/POST query=…, application/sparql-query bodies; SELECT/ASK as SPARQL JSON, XML, CSV or
     TSV, CONSTRUCT/DESCRIBE as Turtle, N-Triples or JSON-LD (Accept header or ?format=).
-    A query page is at /. UPDATE is refused (403) unless --allow-update.
+    A query page is at /. UPDATE is refused (403) unless --allow-update; SERVICE is refused
+    (403) unless --allow-service names the host; requests for another Host name are refused
+    (421); no cross-origin page may read answers unless --cors names its origin.
 
     \b
     Examples:
       kg serve exports/
       kg serve exports/graph.ttl --port 8000 --timeout 5 --max-results 1000
+      kg serve exports/ --cors http://localhost:3000 --allow-service query.wikidata.org
     """
     from kg.server import ServerConfig
     from kg.server import serve as run_server
@@ -256,4 +269,6 @@ def serve(graph, host, port, timeout, max_results, allow_update, workers, cache_
                    "machines", err=True)
     run_server(ServerConfig(graph=graph, host=host, port=port, timeout=timeout,
                             max_results=max_results, allow_update=allow_update, workers=workers,
-                            cache_entries=cache_entries))
+                            cache_entries=cache_entries, cache_bytes=cache_bytes,
+                            max_per_client=max_per_client, allow_service=tuple(allow_service),
+                            cors=tuple(cors), allow_hosts=tuple(allow_hosts)))
