@@ -244,7 +244,7 @@ def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> list
                 graph[s] = group = set()
             group.add((p, o))
 
-    mentions = _kg("mentions")
+    mentions, uses = _kg("mentions"), _kg("uses")
     for result in corpus.results:
         add(_paper_triples(result.paper))
         for relation in result.relations:
@@ -254,6 +254,9 @@ def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> list
         paper_node = _iri(paper_iri(result.paper.id))
         add((paper_node, mentions, _iri(entity_iri(eid)))
             for eid, _spans in result.mentions if eid in corpus.entities)
+        # kg:uses likewise for the entities the paper uses, not only mentions.
+        add((paper_node, uses, _iri(entity_iri(eid)))
+            for eid in result.used_ids if eid in corpus.entities)
     used: set[str] = set()
     for entity in corpus.entities.values():
         add(_entity_triples(entity))
