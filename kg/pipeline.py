@@ -191,6 +191,7 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     >>> load_corpus(["examples/iclr2025-seed.txt"]).results[0].paper.label[:5]
     'LOTOS'
     """
+    from kg.exports import check_export_dir, check_export_file
     from kg.io import merge_corpora, read_jsonl
 
     raw: list[str | Path] = []
@@ -200,8 +201,9 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
         if str(item) != "-" and path.is_dir():
             if not (path / "extraction.jsonl").is_file():
                 raise InputError(f"{path}: no extraction.jsonl here; run `kg build ... -o {path}`")
+            check_export_dir(path, reading="extraction.jsonl")
             loaded.append(read_jsonl(path / "extraction.jsonl"))
-        elif str(item) != "-" and is_extraction_file(path):
+        elif str(item) != "-" and is_extraction_file(check_export_file(path)):
             loaded.append(read_jsonl(path))
         else:
             raw.append(item)

@@ -485,12 +485,14 @@ def validate_graph(graph: str | Path, shapes: str | Path | None = None) -> list[
     import rdflib
 
     from kg.errors import InputError
+    from kg.exports import check_export_file
     from kg.server import graph_file
     from kg.vocab import ontology_dir
 
     path = graph_file(graph) if Path(graph).is_dir() else Path(graph)
     if not path.is_file():
         raise InputError(f"{path}: no such graph file")
+    check_export_file(path)
     shapes_path = Path(shapes) if shapes else ontology_dir() / "shapes.ttl"
     data = rdflib.Graph()
     fmt = {".nt": "nt", ".jsonld": "json-ld", ".json": "json-ld"}.get(path.suffix.lower())

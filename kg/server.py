@@ -188,17 +188,20 @@ def _first(results: Any, limit: int) -> tuple[list, bool]:
 
 def graph_file(path: str | Path) -> Path:
     """The file to load for ``path``: itself, or graph.nt / graph.ttl inside a directory."""
+    from kg.exports import check_export_dir, check_export_file
+
     path = Path(path)
     if path.is_dir():
         for name in ("graph.nt", "graph.ttl", "graph.jsonld"):
             if (path / name).is_file():
+                check_export_dir(path, reading=name)  # refuse a half-written or mixed build
                 return path / name
         raise InputError(f"{path}: no graph.nt, graph.ttl or graph.jsonld here; "
                          f"run `kg build INPUT... -o {path}` first")
     if not path.is_file():
         raise InputError(f"{path}: no such graph file; pass a .ttl/.nt/.jsonld file or the "
                          "directory `kg build -o` wrote")
-    return path
+    return check_export_file(path)
 
 
 def load_store(path: str | Path) -> Any:

@@ -199,9 +199,11 @@ def export(inputs, ingest, strict, workers, fmt, output):
       kg export examples/iclr2025-seed.txt --format cypher
       kg export exports/ --format neo4j-admin -o exports/
     """
+    from kg.exports import check_writable
     from kg.neo4j_store import write_admin_csvs, write_cypher_script
     from kg.pipeline import load_corpus
 
+    check_writable(output)  # before the long part, not after it
     notices: list[str] = []
     corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
                          options=ingest, notices=notices)
