@@ -153,12 +153,12 @@ def run(
                                                     " (the inputs are empty)"))
     failed: list[Skip] = []
     if progress:
-        import click
+        from kg.progress import Progress, step
 
-        with click.progressbar(length=len(ingested.papers), label="extracting",
-                               file=sys.stderr) as bar:
+        with Progress(len(ingested.papers), "extracting") as bar:
             extractions = extract_all(ingested.papers, workers, bar.update, trained_model,
                                       skipped=failed)
+        step(f"resolving entities across {len(extractions):,} papers")
     else:
         extractions = extract_all(ingested.papers, workers, trained_model=trained_model,
                                   skipped=failed)
@@ -202,6 +202,10 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
             if not (path / "extraction.jsonl").is_file():
                 raise InputError(f"{path}: no extraction.jsonl here; run `kg build ... -o {path}`")
             check_export_dir(path, reading="extraction.jsonl")
+            if kwargs.get("progress"):
+                from kg.progress import step
+
+                step(f"reading {path / 'extraction.jsonl'}")
             loaded.append(read_jsonl(path / "extraction.jsonl"))
         elif str(item) != "-" and is_extraction_file(check_export_file(path)):
             loaded.append(read_jsonl(path))

@@ -7,10 +7,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from neo4j_fixtures import neo4j_conn  # noqa: F401 - the fixture
 
 ICLR = "openreview-2024/ICLR_cc_2024_Conference.tsv"
 
@@ -90,3 +92,78 @@ def test_a_record_the_extractor_fails_on_is_skipped_not_fatal(corpora_dir, worke
     assert [e.paper.id for e in out] == [p.id for p in papers if p.id != "giant"]
     assert [s.source for s in skipped] == ["big:1"]
     assert "extraction failed (ValueError: [E088]" in skipped[0].reason
+
+
+def run_on_a_terminal(*args: object) -> tuple[int, str]:
+    """Run kg with stderr on a real pseudo-terminal; its return code and what the terminal got."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "kg", *map(str, args)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return proc.wait(timeout=300), b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_build_names_each_step_after_extraction_on_a_terminal(corpora_dir, tmp_path):
+    lines = (corpora_dir / ICLR).read_text(encoding="utf-8").splitlines(keepends=True)[:300]
+    papers = tmp_path / "iclr-300.tsv"
+    papers.write_text("".join(lines), encoding="utf-8")
+    code, seen = run_on_a_terminal("build", papers, "-o", tmp_path / "out", "--workers", "1")
+    assert code == 0, seen
+    steps = ["extracting 300/300 100% in", "resolving entities across 300 papers",
+             "making RDF triples", "writing graph.nt", "writing graph.ttl", "writing graph.jsonld",
+             "writing graph.graphml", "writing nodes.csv, edges.csv", "writing extraction.jsonl",
+             "writing graph.html", "writing build.json"]
+    positions = [seen.find(step) for step in steps]
+    assert -1 not in positions, seen
+    assert positions == sorted(positions)
+    # Not on a terminal: quiet.
+    proc = kg("build", papers, "-o", tmp_path / "quiet", "--workers", "1", "--no-html")
+    assert proc.returncode == 0 and "writing" not in proc.stderr and "extracting" not in proc.stderr
+
+
+def test_the_eta_leaves_start_up_time_out_and_waits_for_a_measured_rate():
+    import io
+
+    from kg.progress import Progress
+
+    with Progress(100, "extracting", stream=io.StringIO()) as bar:
+        time.sleep(2.0)  # start-up: workers, matchers; counting it inflated the first ETA
+        bar.update(10)
+        assert bar.eta() is None  # one update is no rate yet
+        time.sleep(1.0)
+        bar.update(10)
+        # 10 papers/s since the first update: 80 left is 8 s (counting start-up said 12 s).
+        assert 7.0 <= bar.eta() <= 8.5
+
+
+def test_neo4j_load_checks_the_server_before_reading_any_input(tmp_path):
+    from neo4j_fixtures import free_port
+
+    port = free_port()
+    started = time.monotonic()
+    proc = kg("neo4j", "load", tmp_path / "missing.txt", "--uri", f"bolt://127.0.0.1:{port}")
+    assert proc.returncode == 6, proc.stderr
+    assert "cannot reach Neo4j" in proc.stderr and "missing.txt" not in proc.stderr
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.neo4j
+def test_neo4j_load_checks_the_password_before_reading_any_input(neo4j_conn, tmp_path):  # noqa: F811
+    proc = subprocess.run([sys.executable, "-m", "kg", "neo4j", "load", str(tmp_path / "no.txt"),
+                           "--uri", neo4j_conn.uri, "--user", neo4j_conn.user], cwd=ROOT,
+                          env={**os.environ, "NEO4J_PASSWORD": "not-the-password"},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 6, proc.stderr
+    assert "wrong user name or password" in proc.stderr and "no.txt" not in proc.stderr

@@ -51,7 +51,14 @@ def build(inputs, ingest, strict, workers, out_dir, top, html):
     corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
                          options=ingest, notices=notices)
     report_skips(corpus, notices)
-    record = write_exports(corpus, out_dir, html=html, inputs=inputs)
+    on_step = None
+    if show_progress():
+        from kg.progress import step
+
+        def on_step(name: str) -> None:
+            step(f"writing {name}" if "." in name else f"making {name}")
+
+    record = write_exports(corpus, out_dir, html=html, inputs=inputs, on_step=on_step)
     triples = record.counts["triples"]
 
     types = Counter(e.type for e in corpus.entities.values())
