@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["kg.errors", "kg.model", "kg.vocab", "kg.ingest", "kg.extract", "kg.resolve",
-           "kg.io", "kg.pipeline", "kg.evaluate", "kg.exports"]
+           "kg.io", "kg.pipeline", "kg.evaluate", "kg.exports", "kg.progress"]
 
 
 @pytest.mark.parametrize("name", MODULES)

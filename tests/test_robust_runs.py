@@ -167,3 +167,82 @@ def test_neo4j_load_checks_the_password_before_reading_any_input(neo4j_conn, tmp
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 6, proc.stderr
     assert "wrong user name or password" in proc.stderr and "no.txt" not in proc.stderr
+
+
+K = "https://w3id.org/mlkg/ontology#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+def _break(lines: list[str], predicate: str, edit, nth: int = 0) -> None:
+    """Apply ``edit`` to the ``nth`` line with ``predicate`` (None from ``edit`` deletes it)."""
+    hits = [i for i, line in enumerate(lines) if line.split(" ", 2)[1] == f"<{predicate}>"]
+    i = hits[nth]
+    new = edit(lines[i])
+    if new is None:
+        del lines[i]
+    else:
+        lines[i] = new
+
+
+def broken_graph(seed_rdf_dir: Path, tmp_path: Path) -> Path:
+    """The demo graph with one break for each kind of constraint in ontology/shapes.ttl."""
+    lines = (seed_rdf_dir / "graph.nt").read_text(encoding="utf-8").splitlines(keepends=True)
+    dc, rdf = "http://purl.org/dc/terms/", "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+    _break(lines, f"{dc}abstract", lambda line: None)  # minCount
+    _break(lines, f"{dc}identifier", lambda line: line.replace('" .', '-2" .') + line, 3)  # max
+    _break(lines, f"{K}evidenceStart",  # datatype
+           lambda line: line.replace(f"^^<{XSD}integer>", ""))
+    _break(lines, f"{K}evidenceStart",  # lessThan
+           lambda line: line.split('"')[0] + f'"99999"^^<{XSD}integer> .\n', 5)
+    _break(lines, f"{K}confidence",  # maxInclusive
+           lambda line: line.split('"')[0] + f'"1.5"^^<{XSD}decimal> .\n', 2)
+    _break(lines, "http://www.w3.org/2000/01/rdf-schema#label",  # minLength
+           lambda line: line.split('"')[0] + '"" .\n', 30)
+    _break(lines, f"{rdf}predicate",  # sh:in
+           lambda line: line.replace(f"<{K}mentions>", f"<{K}likes>"))
+    _break(lines, f"{K}usesModel",  # sh:class, and the reified fact no longer asserted
+           lambda line: line.rsplit(" <", 1)[0] + " <https://w3id.org/mlkg/entity/model/nope> .\n")
+    _break(lines, f"{K}usesTechnique",  # sh:or
+           lambda line: line.rsplit(" <", 1)[0] + " <https://w3id.org/mlkg/entity/x/nope> .\n")
+    _break(lines, "http://www.w3.org/2004/02/skos/core#broader",  # class on a concept
+           lambda line: line.rsplit(" <", 1)[0] + " <https://w3id.org/mlkg/concept/nope> .\n")
+    _break(lines, f"{rdf}type",  # qualified count: an entity with two entity types
+           lambda line: line + line.replace(f"<{K}Entity>", f"<{K}Dataset>"),
+           next(i for i, line in enumerate(
+               [x for x in lines if x.split(" ", 2)[1] == f"<{rdf}type>"])
+               if f"<{K}Entity>" in line and "/entity/model/" in line))
+    path = tmp_path / "broken.nt"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_fast_validation_reports_what_pyshacl_reports(seed_rdf_dir, tmp_path):
+    from kg.rdf import _validate_pyshacl, validate_graph
+    from kg.vocab import ontology_dir
+
+    path = broken_graph(seed_rdf_dir, tmp_path)
+    fast = validate_graph(path)
+    slow = _validate_pyshacl(path, ontology_dir() / "shapes.ttl")
+    assert len(slow) >= 11
+
+    def key(v):
+        return v.severity, v.focus, v.path, v.value
+
+    assert sorted(set(map(key, fast))) == sorted(set(map(key, slow)))
+    # Shapes with an sh:message say it, word for word, both ways.
+    shaped = {(key(v), v.message) for v in slow if v.message[:4] not in ("Less", "More", "Valu",
+                                                                         "Node", "Stri", "Focu")}
+    assert shaped and shaped <= {(key(v), v.message) for v in fast}
+
+
+def test_validate_is_fast_on_a_large_graph_and_keeps_its_exit_codes(corpora_dir, tmp_path):
+    out = tmp_path / "iclr"
+    assert kg("build", corpora_dir / ICLR, "-o", out, "--no-html").returncode == 0
+    started = time.monotonic()
+    proc = kg("validate", out)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 30  # pyshacl took 83 s here; kg.shacl takes ~6 s
+    broken = broken_graph(out, tmp_path)
+    proc = kg("validate", broken, "--limit", "3")
+    assert proc.returncode == 1 and "SHACL violation(s)" in proc.stderr
+    assert "… and" in proc.stdout

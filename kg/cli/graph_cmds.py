@@ -98,9 +98,27 @@ def validate(graph, shapes, limit):
       kg validate exports/graph.ttl
       kg validate exports/ --shapes my-shapes.ttl
     """
+    import contextlib
+
     from kg.rdf import validate_graph
 
-    violations = validate_graph(graph, shapes)
+    with contextlib.ExitStack() as stack:
+        on_step = on_check = None
+        if show_progress():
+            from kg.progress import Progress, step
+
+            bars: list = []
+
+            def on_step(name: str) -> None:
+                step(name)
+
+            def on_check(done: int, total: int) -> None:
+                if not bars:
+                    bars.append(stack.enter_context(Progress(total, "checking shapes",
+                                                             unit="checks")))
+                bars[0].update(1)
+
+        violations = validate_graph(graph, shapes, on_step=on_step, on_check=on_check)
     if not violations:
         click.echo(f"{graph}: conforms to the shapes (0 violations)")
         return
