@@ -211,3 +211,24 @@ def test_a_build_killed_mid_write_over_an_older_build_never_serves_a_mix(
     techniques = json.loads(kg("techniques", "--graph", out, "--format", "json").stdout)
     assert int(count) == techniques["papers"] == 300
     assert not list(out.glob(".kg-tmp-*"))
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A real 200 KB tmpfs (needs mount rights, else the test skips)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_is_a_message_and_leaves_no_partial_files(tiny_disk):
+    out = tiny_disk / "out"
+    proc = kg("build", SEED, "-o", out)
+    assert proc.returncode == 2, proc.stderr
+    assert "No space left on device" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(out.iterdir()) == []  # no temp file, no partial graph, no record
