@@ -24,14 +24,12 @@ The examples below use this ``corpus`` (the demo corpus through the real pipelin
 from __future__ import annotations
 
 import bisect
-import csv
 import difflib
 import math
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import quote
 
 import networkx as nx
@@ -53,12 +51,6 @@ MAX_DEPTH = 3
 # What `technique_counts`, `cooccurrence` and `top_shared_techniques` count as a technique: a
 # used (not proposed) method is a technique too (see kg.model.PREDICATE_FOR_TYPE).
 TECHNIQUE_TYPES: tuple[str, ...] = ("Technique", "Method")
-
-NODE_COLUMNS = ("id", "kind", "type", "label", "kg_id", "title", "concept", "aliases", "venue",
-                "year", "url")
-EDGE_COLUMNS = ("source", "target", "predicate", "evidence", "start", "end", "rule",
-                "confidence", "paper")
-
 
 class NotFoundError(KgError):
     """A paper or technique the user named is not in the graph; the message lists suggestions."""
@@ -749,37 +741,3 @@ def _relation_attrs(rel: Relation, paper_id: str) -> dict[str, object]:
     return {"predicate": rel.predicate, "evidence": rel.evidence.text,
             "start": rel.evidence.start, "end": rel.evidence.end, "rule": rel.rule,
             "confidence": float(rel.confidence), "paper": paper_id}
-
-
-def write_graphml(corpus: Corpus, path: str | Path) -> Path:
-    """Write ``corpus_graph`` as GraphML (UTF-8, byte-identical for the same corpus).
-
-    Attribute keys are named after the attributes; edge ids are ``predicate|paper id``.
-    """
-    path = Path(path)
-    nx.write_graphml_xml(corpus_graph(corpus), path, named_key_ids=True)
-    return path
-
-
-def write_csv(corpus: Corpus, nodes_path: str | Path, edges_path: str | Path) -> None:
-    """Write ``corpus_graph`` as two CSV files (byte-identical for the same corpus).
-
-    ``nodes.csv``: ``id,kind,type,label,kg_id,title,concept,aliases,venue,year,url``;
-    ``edges.csv``: ``source,target,predicate,evidence,start,end,rule,confidence,paper`` (the
-    evidence columns are empty for ``concept`` and ``broader`` edges).
-    """
-    graph = corpus_graph(corpus)
-    with Path(nodes_path).open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(NODE_COLUMNS)
-        for node, data in graph.nodes(data=True):
-            writer.writerow([node, *(_cell(data.get(c)) for c in NODE_COLUMNS[1:])])
-    with Path(edges_path).open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(EDGE_COLUMNS)
-        for source, target, data in graph.edges(data=True):
-            writer.writerow([source, target, *(_cell(data.get(c)) for c in EDGE_COLUMNS[2:])])
-
-
-def _cell(value: object) -> str:
-    return "" if value is None else str(value)

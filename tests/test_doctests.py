@@ -9,9 +9,9 @@ import pytest
 
 EXTRACT = ["kg.extract", *(f"kg.extract.{m}" for m in (
     "acronyms", "document", "extractor", "links", "names", "nlp", "proposals", "select", "tasks",
-    "text", "vocabulary", "words"))]
+    "terms", "text", "vocabulary", "words"))]
 MODULES = ["kg.errors", "kg.model", "kg.vocab", "kg.ingest", *EXTRACT, "kg.resolve",
-           "kg.io", "kg.pipeline", "kg.evaluate"]
+           "kg.io", "kg.pipeline", "kg.evaluate", "kg.exports", "kg.progress"]
 
 
 @pytest.mark.parametrize("name", MODULES)

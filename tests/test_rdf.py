@@ -313,4 +313,4 @@ def test_paper_metadata_is_written_with_dcterms_and_the_graph_conforms(tmp_path)
     issued = graph.value(p1, dc.issued)
     assert str(issued) == "2025" and issued.datatype == rdflib.XSD.gYear
     assert str(graph.value(p1, rdflib.URIRef("https://schema.org/url"))) == "https://example.org/p1"
-    assert validate_graph(tmp_path) == []
+    assert validate_graph(tmp_path / "graph.ttl") == []

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from kg.cli.common import input_options, report_skips, show_progress
+from kg.errors import InputError
 
 
 @click.command()
@@ -32,22 +33,30 @@ def extract(inputs, ingest, strict, workers, fmt, output, spacy_model):
       kg extract papers.jsonl --format jsonl -o extraction.jsonl
       cat papers.csv | kg extract - --input-format csv --abstract-field summary
     """
+    from kg.exports import check_writable, replacing
     from kg.io import write_jsonl
     from kg.pipeline import run
 
+    if output != "-":
+        _refuse_own_input(Path(output), inputs)
+        check_writable(Path(output).parent)  # before the long part, not after it
     notices: list[str] = []
     corpus = run(inputs, strict=strict, workers=workers, progress=show_progress(),
                  options=ingest, notices=notices, trained_model=spacy_model)
     report_skips(corpus, notices)
-    out = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
-    try:
-        if fmt == "jsonl":
-            write_jsonl(corpus, out)
-        else:
-            _table(corpus, out)
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    write = write_jsonl if fmt == "jsonl" else _table
+    if output == "-":
+        write(corpus, sys.stdout)
+        return
+    with replacing(output) as tmp, tmp.open("w", encoding="utf-8", newline="") as out:
+        write(corpus, out)
+
+
+def _refuse_own_input(output: Path, inputs: tuple[str, ...]) -> None:
+    for item in inputs:
+        if item != "-" and Path(item).exists() and output.exists() and output.samefile(item):
+            raise InputError(f"-o {output}: is also an input; writing it would destroy what is "
+                             "being read; choose another output file")
 
 
 def _table(corpus, out) -> None:

@@ -31,6 +31,9 @@ def build(inputs, ingest, strict, workers, out_dir, top, html):
     Runs ingest → extract → resolve and writes, deterministically (byte-identical on re-run):
     graph.ttl, graph.nt (sorted N-Triples), graph.jsonld, graph.graphml, nodes.csv, edges.csv,
     extraction.jsonl and graph.html (the offline interactive view; ``--no-html`` skips it).
+    Each file is replaced whole; build.json, written last, records the files, inputs and counts,
+    and commands reading the directory refuse it when the record is missing or does not match.
+    Files of an earlier build that this one does not write are removed.
     A summary goes to stdout; skipped records to stderr.
 
     \b
@@ -40,26 +43,23 @@ def build(inputs, ingest, strict, workers, out_dir, top, html):
       kg build exports/extraction.jsonl -o exports2/   # re-export without re-extracting
     """
     from kg import analysis
-    from kg.io import write_jsonl
+    from kg.exports import check_writable, write_exports
     from kg.pipeline import load_corpus
-    from kg.rdf import write_rdf
 
+    check_writable(out_dir)  # before the long part, not after it
     notices: list[str] = []
     corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
                          options=ingest, notices=notices)
     report_skips(corpus, notices)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = write_rdf(corpus, out_dir)
-    analysis.write_graphml(corpus, out_dir / "graph.graphml")
-    analysis.write_csv(corpus, out_dir / "nodes.csv", out_dir / "edges.csv")
-    with (out_dir / "extraction.jsonl").open("w", encoding="utf-8", newline="") as fh:
-        write_jsonl(corpus, fh)
-    if html:
-        from kg.viz import write_viz
+    on_step = None
+    if show_progress():
+        from kg.progress import step
 
-        viz = write_viz(corpus, out_dir / "graph.html")
-    with paths["nt"].open("rb") as fh:
-        triples = sum(1 for _ in fh)
+        def on_step(name: str) -> None:
+            step(f"writing {name}" if "." in name else f"making {name}")
+
+    record = write_exports(corpus, out_dir, html=html, inputs=inputs, on_step=on_step)
+    triples = record.counts["triples"]
 
     types = Counter(e.type for e in corpus.entities.values())
     predicates = Counter(r.predicate for r in corpus.relations())
@@ -77,9 +77,9 @@ def build(inputs, ingest, strict, workers, out_dir, top, html):
     echo(f"skipped records: {len(corpus.skipped)}")
     echo(f"wrote {out_dir}/: graph.ttl ({triples} triples), graph.nt, graph.jsonld, "
          "graph.graphml, nodes.csv, edges.csv, extraction.jsonl"
-         + (", graph.html" if html else ""))
-    if html and viz.notice:
-        echo(f"graph.html: {viz.notice}")
+         + (", graph.html" if html else "") + ", build.json")
+    for notice in record.notices:
+        echo(notice)
 
 
 @click.command()
@@ -98,9 +98,27 @@ def validate(graph, shapes, limit):
       kg validate exports/graph.ttl
       kg validate exports/ --shapes my-shapes.ttl
     """
+    import contextlib
+
     from kg.rdf import validate_graph
 
-    violations = validate_graph(graph, shapes)
+    with contextlib.ExitStack() as stack:
+        on_step = on_check = None
+        if show_progress():
+            from kg.progress import Progress, step
+
+            bars: list = []
+
+            def on_step(name: str) -> None:
+                step(name)
+
+            def on_check(done: int, total: int) -> None:
+                if not bars:
+                    bars.append(stack.enter_context(Progress(total, "checking shapes",
+                                                             unit="checks")))
+                bars[0].update(1)
+
+        violations = validate_graph(graph, shapes, on_step=on_step, on_check=on_check)
     if not violations:
         click.echo(f"{graph}: conforms to the shapes (0 violations)")
         return
