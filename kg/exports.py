@@ -42,6 +42,7 @@ ADMIN_DIR = "neo4j-admin"
 ADMIN_FILES = ("papers.csv", "entities.csv", "concepts.csv", "rel_paper_entity.csv",
                "rel_entity_entity.csv", "has_concept.csv", "broader.csv", "import.sh")
 _TMP_PREFIX = ".kg-tmp-"
+_PROBE_PREFIX = ".kg-probe-"  # check_writable's test file: not an export being written
 # Hashing costs ~1 s per GB; a reader hashes the file it reads only below this size.
 CHEAP_HASH_BYTES = 64 * 2**20
 _UMASK = os.umask(0o022)
@@ -134,7 +135,7 @@ def check_writable(directory: str | Path) -> Path:
     directory = Path(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=directory)
+        fd, name = tempfile.mkstemp(prefix=_PROBE_PREFIX, dir=directory)
         try:
             os.write(fd, b"kg")
         finally:
@@ -209,7 +210,8 @@ def _remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> Non
             (admin / name).unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # not empty: the user's own files stay
             admin.rmdir()
-    for leftover in out_dir.glob(f"{_TMP_PREFIX}*"):  # from a build that was killed
+    for leftover in [*out_dir.glob(f"{_TMP_PREFIX}*"), *out_dir.glob(f"{_PROBE_PREFIX}*")]:
+        # from a build that was killed
         if leftover.is_file():
             leftover.unlink()
 
