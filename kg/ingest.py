@@ -13,6 +13,7 @@ abstract). Bad records are skipped and reported as ``Skip`` s — one bad record
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
@@ -46,6 +47,17 @@ class IngestOptions:
     title_field: str = "title"
     abstract_field: str = "abstract"
     encoding: str = "utf-8-sig"
+
+    def __post_init__(self) -> None:
+        # Checked here, before any file is read, so a typo is one message, not a skip per file.
+        if self.format not in FORMATS:
+            raise InputError(f"unknown input format {self.format!r}; use one of "
+                             f"{', '.join(FORMATS)}")
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise InputError(f"unknown encoding {self.encoding!r}; use a Python codec name such "
+                             "as utf-8, utf-8-sig, latin-1 or cp1252") from None
 
 
 @dataclass(frozen=True)
@@ -227,8 +239,38 @@ def _records_delimited(
         yield where, dict(zip(lowered, row, strict=True))
 
 
-def detect_format(name: str, text: str) -> str:
-    """Pick a format from the file extension, else from the content."""
+def _looks_tabular(lines: list[str], delimiter: str, abstract_field: str) -> bool:
+    """A header naming the abstract column, or (TSV only) rows of equal width, ≥ 2 cells filled.
+
+    Plain prose has commas everywhere, so CSV needs the header; it rarely has tabs, and an
+    indented paragraph leaves its first cell empty.
+    """
+    if not lines:
+        return False
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    header = next(csv.reader(lines[:1], delimiter=delimiter, quoting=quoting))
+    if len(header) < 2:
+        return False
+    if abstract_field.casefold() in (cell.strip().casefold() for cell in header):
+        return True
+    if delimiter != "\t":
+        return False
+    widths = {line.count("\t") + 1 for line in lines}
+    filled = sum(1 for cell in header if cell.strip())
+    return filled >= 2 and widths == {len(header)} and (
+        len(lines) >= 2 or len(header) in OPENREVIEW_LAYOUTS)
+
+
+def detect_format(name: str, text: str, abstract_field: str = "abstract") -> str:
+    """Pick a format from the file extension, else from the content.
+
+    >>> detect_format("<stdin>", "id\\ttitle\\tabstract\\nt1\\tOne\\tWe study X.\\n")
+    'tsv'
+    >>> detect_format("<stdin>", 'id,abstract\\nc1,"We use X, and Y."\\n')
+    'csv'
+    >>> detect_format("<stdin>", "We use X, and Y.\\n\\nWe study Z.\\n")
+    'text'
+    """
     suffix = Path(name).suffix.lower()
     by_suffix = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv",
                  ".tsv": "tsv", ".txt": "text", ".md": "text"}
@@ -239,6 +281,11 @@ def detect_format(name: str, text: str) -> str:
         return "json"
     if head == "{":
         return "jsonl"
+    # Sniff the first lines, so a CSV or TSV piped on stdin is not read as one long paragraph.
+    lines = [line for line in text.splitlines()[:50] if line.strip()]
+    for fmt, delimiter in (("tsv", "\t"), ("csv", ",")):
+        if _looks_tabular(lines, delimiter, abstract_field):
+            return fmt
     return "text"
 
 
@@ -270,7 +317,7 @@ def _read_text(source: str | Path, opts: IngestOptions) -> tuple[str, str]:
 def read_source(source: str | Path, opts: IngestOptions = IngestOptions()) -> IngestResult:
     """Read one file (or ``-``); raises InputError when the file as a whole is unusable."""
     name, text = _read_text(source, opts)
-    fmt = opts.format if opts.format != "auto" else detect_format(name, text)
+    fmt = opts.format if opts.format != "auto" else detect_format(name, text, opts.abstract_field)
     notices: list[str] = []
     records: Iterable[tuple[str, dict | Skip]]
     if fmt == "text":

@@ -103,3 +103,45 @@ def test_stdin_is_read_when_the_input_is_a_dash():
     out = subprocess.run([sys.executable, "-c", code], input=b'{"id": "s1", "abstract": "x"}\n',
                          capture_output=True, check=True)
     assert out.stdout.decode().strip() == "['s1']"
+
+
+def _kg(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kg", *args], input=stdin, capture_output=True,
+                          cwd=Path(__file__).parent.parent)
+
+
+def test_unknown_encoding_is_a_one_line_message_and_exit_2():
+    out = _kg("extract", str(DATA / "papers.tsv"), "--encoding", "utf-9")
+    assert out.returncode == 2
+    assert out.stderr.decode().strip() == (
+        "Error: unknown encoding 'utf-9'; use a Python codec name such as utf-8, utf-8-sig, "
+        "latin-1 or cp1252")
+
+
+def test_unknown_encoding_is_refused_before_any_file_is_read():
+    with pytest.raises(InputError, match="unknown encoding 'nope'"):
+        IngestOptions(encoding="nope")
+
+
+def test_headerless_openreview_tsv_piped_on_stdin_is_read_as_tsv(corpora_dir):
+    tsv = (corpora_dir / "openreview-2024" / "CoRL_2024_Conference.tsv").read_bytes()
+    rows = len([line for line in tsv.splitlines() if line.strip()])
+    code = ("from kg.ingest import read_source; r = read_source('-'); "
+            "print(len(r.papers), len(r.skipped))")
+    out = subprocess.run([sys.executable, "-c", code], input=tsv, capture_output=True, check=True)
+    assert out.stdout.decode().split() == [str(rows), "0"]
+
+
+def test_csv_with_a_header_piped_on_stdin_is_read_as_csv():
+    data = (DATA / "papers.csv").read_bytes().replace(b"summary", b"abstract")
+    out = _kg("extract", "-", "--id-field", "paper_id", "--title-field", "name", stdin=data)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode().startswith("c1  First\n")
+    assert "2 papers" in out.stdout.decode()
+
+
+def test_prose_with_commas_and_an_indented_paragraph_on_stdin_stays_plain_text():
+    text = b"We use X, Y and Z, and we study W.\n\n\tWe propose a method, V.\n"
+    code = "from kg.ingest import read_source; print(len(read_source('-').papers))"
+    out = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True, check=True)
+    assert out.stdout.decode().strip() == "2"
