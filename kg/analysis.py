@@ -38,6 +38,7 @@ import networkx as nx
 
 from kg.errors import KgError
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
+from kg.text import spreadsheet_cell, xml_safe
 from kg.vocab import ENTITY_NS, PAPER_NS, Vocabulary, load_vocabulary
 
 # How much sharing one entity of each type says about two papers being related. Hardware and
@@ -757,8 +758,28 @@ def write_graphml(corpus: Corpus, path: str | Path) -> Path:
     Attribute keys are named after the attributes; edge ids are ``predicate|paper id``.
     """
     path = Path(path)
-    nx.write_graphml_xml(corpus_graph(corpus), path, named_key_ids=True)
+    nx.write_graphml_xml(xml_safe_graph(corpus_graph(corpus)), path, named_key_ids=True)
     return path
+
+
+def xml_safe_graph(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """A copy of ``graph`` (same order) whose ids, keys and text values XML 1.0 can hold.
+
+    >>> g = nx.MultiDiGraph()
+    >>> g.add_edge("a", "b", key="k\x00", evidence="form\x0cfeed")
+    'k\x00'
+    >>> list(xml_safe_graph(g).edges(keys=True, data=True))
+    [('a', 'b', 'k', {'evidence': 'formfeed'})]
+    """
+    def clean(value):
+        return xml_safe(value) if isinstance(value, str) else value
+
+    out = nx.MultiDiGraph()
+    out.add_nodes_from((clean(n), {k: clean(v) for k, v in d.items()})
+                       for n, d in graph.nodes(data=True))
+    for u, v, key, d in graph.edges(keys=True, data=True):
+        out.add_edge(clean(u), clean(v), key=clean(key), **{k: clean(x) for k, x in d.items()})
+    return out
 
 
 def write_csv(corpus: Corpus, nodes_path: str | Path, edges_path: str | Path) -> None:
@@ -773,13 +794,14 @@ def write_csv(corpus: Corpus, nodes_path: str | Path, edges_path: str | Path) ->
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(NODE_COLUMNS)
         for node, data in graph.nodes(data=True):
-            writer.writerow([node, *(_cell(data.get(c)) for c in NODE_COLUMNS[1:])])
+            writer.writerow([_cell(node), *(_cell(data.get(c)) for c in NODE_COLUMNS[1:])])
     with Path(edges_path).open("w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(EDGE_COLUMNS)
         for source, target, data in graph.edges(data=True):
-            writer.writerow([source, target, *(_cell(data.get(c)) for c in EDGE_COLUMNS[2:])])
+            writer.writerow([_cell(source), _cell(target),
+                             *(_cell(data.get(c)) for c in EDGE_COLUMNS[2:])])
 
 
 def _cell(value: object) -> str:
-    return "" if value is None else str(value)
+    return spreadsheet_cell(value)

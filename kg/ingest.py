@@ -21,7 +21,7 @@ import json
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kg.errors import InputError
@@ -115,6 +115,18 @@ def _year(value: object, where: str, notices: list[str]) -> int | None:
     return None
 
 
+def _scalar_text(value: object) -> str | None:
+    """A JSON scalar as text: numbers as JSON writes them (``12``, ``1.5``), not Python repr.
+
+    >>> [_scalar_text(v) for v in (12, 12.0, 2.5, " a ", "", None)]
+    ['12', '12', '2.5', 'a', None, None]
+    """
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = "" if value is None else str(value).strip()
+    return text or None
+
+
 def _paper_from_record(
     record: dict, where: str, opts: IngestOptions, notices: list[str]
 ) -> Paper | Skip:
@@ -123,16 +135,20 @@ def _paper_from_record(
         return Skip(where, f"record has no {opts.abstract_field!r} text; add one or remove the "
                     "record (use --abstract-field if the column has another name)")
     abstract = abstract.strip()
-    title = record.get(opts.title_field)
-    title = " ".join(str(title).split()) if title not in (None, "") else None
-    given = record.get(opts.id_field)
-    paper_id = str(given).strip() if given not in (None, "") else content_id(abstract)
-    venue = record.get("venue")
+    for key in (opts.id_field, opts.title_field, "venue", "year", "url"):
+        if isinstance(record.get(key), dict | list | bool):
+            kind = type(record[key]).__name__.replace("dict", "object").replace("bool", "boolean")
+            return Skip(where, f"{key!r} is a JSON {kind}; give a string or a number")
+    title = _scalar_text(record.get(opts.title_field))
+    title = " ".join(title.split()) if title else None
+    given = _scalar_text(record.get(opts.id_field))
+    paper_id = given or content_id(abstract)
+    venue = _scalar_text(record.get("venue"))
     year = _year(record.get("year"), where, notices)
     if year is None and venue:
-        match = re.search(r"\b(19|20)\d{2}\b", str(venue))
+        match = re.search(r"\b(19|20)\d{2}\b", venue)
         year = int(match.group(0)) if match else None
-    url = record.get("url") or (given if str(given or "").startswith("http") else None)
+    url = _scalar_text(record.get("url")) or (given if (given or "").startswith("http") else None)
     return Paper(
         id=paper_id,
         abstract=abstract,
@@ -140,9 +156,9 @@ def _paper_from_record(
         label=title or provisional_label(abstract),
         authors=_split_list(record.get("authors")),
         keywords=_split_list(record.get("keywords")),
-        venue=str(venue).strip() if venue else None,
+        venue=venue,
         year=year,
-        url=str(url) if url else None,
+        url=url,
         source=where,
     )
 
@@ -203,40 +219,69 @@ def _records_json(name: str, text: str) -> Iterator[tuple[str, dict | Skip]]:
             yield where, Skip(where, "expected a JSON object")
 
 
+def _physical_rows(lines: list[str], begin: int, delimiter: str
+                   ) -> Iterator[tuple[int, int, list[str]]]:
+    """CSV rows from ``lines[begin:]`` with the physical lines each spans: (first, end, row)."""
+    reader = csv.reader(iter(lines[begin:]), delimiter=delimiter,
+                        quoting=csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL)
+    end = begin
+    for row in reader:
+        first, end = end, begin + reader.line_num
+        yield first, end, row
+
+
+def _well_quoted(raw: str) -> bool:
+    """True when ``raw`` parses as CSV under strict quoting (every quoted field closed, and
+    followed by a delimiter or the end of the line)."""
+    try:
+        list(csv.reader(io.StringIO(raw, newline=""), strict=True))
+    except csv.Error:
+        return False
+    return True
+
+
 def _records_delimited(
     name: str, text: str, delimiter: str, opts: IngestOptions, notices: list[str]
 ) -> Iterator[tuple[str, dict | Skip]]:
     csv.field_size_limit(sys.maxsize)
-    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
-                      quoting=csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL)
-    header = next(rows, None)
-    if header is None:
+    lines = io.StringIO(text, newline="").readlines()  # split as the csv module splits
+    first_row = next(_physical_rows(lines, 0, delimiter), None)
+    if first_row is None:
         return
+    _, pos, header = first_row
     header = [h.strip() for h in header]
     lowered = [h.casefold() for h in header]
-    body_start = 2
     if opts.abstract_field.casefold() not in lowered:
         layout = OPENREVIEW_LAYOUTS.get(len(header))
         if delimiter == "\t" and layout and opts.abstract_field == "abstract":
             notices.append(f"{name}: no header row; read as the OpenReview scraper layout "
                            f"({len(header)} columns)")
-            rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
-                              quoting=csv.QUOTE_NONE)
-            lowered, body_start = list(layout), 1
+            lowered, pos = list(layout), 0
         else:
             raise InputError(
                 f"{name}:1: no {opts.abstract_field!r} column (columns: {', '.join(header)}); "
                 "pass --abstract-field NAME"
             )
-    for number, row in enumerate(rows, start=body_start):
-        where = f"{name}:{number}"
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(lowered):
-            yield where, Skip(where, f"has {len(row)} fields, the header has {len(lowered)}; "
-                              "check quoting/delimiters on this line")
-            continue
-        yield where, dict(zip(lowered, row, strict=True))
+    while pos < len(lines):
+        for first, end, row in _physical_rows(lines, pos, delimiter):
+            pos = end
+            where = f"{name}:{first + 1}"
+            if not any(cell.strip() for cell in row):
+                continue
+            # An unbalanced quote swallows the lines after it into one field. Skip only the
+            # line that opened it and read the swallowed lines again as records of their own.
+            if delimiter != "\t" and end - first > 1 and (
+                    len(row) != len(lowered) or not _well_quoted("".join(lines[first:end]))):
+                yield where, Skip(where, f"unbalanced quote: the field opened here runs on to "
+                                  f"line {end}; close it or double it (\"\"); the lines after "
+                                  "it are read as records of their own")
+                pos = first + 1
+                break
+            if len(row) != len(lowered):
+                yield where, Skip(where, f"has {len(row)} fields, the header has "
+                                  f"{len(lowered)}; check quoting/delimiters on this line")
+                continue
+            yield where, dict(zip(lowered, row, strict=True))
 
 
 def _looks_tabular(lines: list[str], delimiter: str, abstract_field: str) -> bool:
@@ -329,7 +374,11 @@ def read_source(source: str | Path, opts: IngestOptions = IngestOptions()) -> In
         records, text_opts = _records_json(name, text), opts
     elif fmt in ("csv", "tsv"):
         delimiter = "\t" if fmt == "tsv" else ","
-        records, text_opts = _records_delimited(name, text, delimiter, opts, notices), opts
+        # Column names match case-insensitively: the rows are keyed by the casefolded header.
+        text_opts = replace(opts, id_field=opts.id_field.casefold(),
+                            title_field=opts.title_field.casefold(),
+                            abstract_field=opts.abstract_field.casefold())
+        records = _records_delimited(name, text, delimiter, opts, notices)
     else:
         raise InputError(f"unknown input format {fmt!r}; use one of {', '.join(FORMATS)}")
     papers: list[Paper] = []

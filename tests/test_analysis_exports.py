@@ -155,3 +155,40 @@ def test_a_corpus_with_no_entities_still_exports(tmp_path):
     write_csv(corpus, tmp_path / "n.csv", tmp_path / "e.csv")
     rows = (tmp_path / "n.csv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == ",".join(NODE_COLUMNS) and len(rows) == 1 + _expected_counts(corpus)[0]
+
+
+def _hostile_corpus(tmp_path):
+    records = [
+        {"id": "p\x0cf", "title": "=HYPERLINK(\"http://evil.example\",\"x\")\x00 with NUL",
+         "abstract": "We apply knowledge distillation\x0c to ResNet-50 on ImageNet."},
+        {"id": "p2", "title": "@SUM(A1:A9)",
+         "abstract": "We use +quantization and -pruning with LoRA on LLaMA."},
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return run([path])
+
+
+def test_control_characters_in_titles_and_evidence_still_give_valid_graphml(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    corpus = _hostile_corpus(tmp_path)
+    path = write_graphml(corpus, tmp_path / "graph.graphml")
+    ET.parse(path)  # raises on a form feed or NUL
+    graph = nx.read_graphml(path)
+    titles = {d.get("title") for _, d in graph.nodes(data=True) if d["kind"] == "paper"}
+    assert '=HYPERLINK("http://evil.example","x") with NUL' in titles
+    assert any("distillation to ResNet-50" in d.get("evidence", "")
+               for _, _, d in graph.edges(data=True))
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_as_formulas_start_with_a_quote(tmp_path):
+    corpus = _hostile_corpus(tmp_path)
+    write_csv(corpus, tmp_path / "nodes.csv", tmp_path / "edges.csv")
+    cells = []
+    for name in ("nodes.csv", "edges.csv"):
+        with (tmp_path / name).open(encoding="utf-8", newline="") as fh:
+            cells += [cell for row in csv.reader(fh) for cell in row]
+    assert "'@SUM(A1:A9)" in cells
+    assert any(c.startswith("'=HYPERLINK(") for c in cells)
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
