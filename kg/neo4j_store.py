@@ -680,14 +680,26 @@ def write_admin_csvs(corpus: Corpus, out_dir: Path, *, vocabulary=None) -> list[
 
 
 def admin_import_script() -> str:
-    """The ``neo4j-admin database import full`` command for the CSVs (run where they are)."""
+    """The ``neo4j-admin database import full`` command for the CSVs (run where they are).
+
+    ``import.sh --schema`` prints the constraints and indexes ``kg neo4j load`` creates, for
+    cypher-shell once the database runs (an admin import creates none).
+    """
     nodes = " ".join(f"--nodes={n}" for n in ("papers.csv", "entities.csv", "concepts.csv"))
     rels = " ".join(f"--relationships={n}" for n in ADMIN_FILES[3:])
+    schema = "".join(f"{statement};\n" for statement in SCHEMA)
     return (
         "#!/usr/bin/env bash\n"
         "# Import the kg graph into an empty database (stop Neo4j first; Neo4j 5.x).\n"
-        "# Usage: ./import.sh [DATABASE]   (then create the constraints: see graph.cypher)\n"
-        "set -euo pipefail\ncd \"$(dirname \"$0\")\"\n"
+        "# Usage: ./import.sh [DATABASE]\n"
+        "# Then start Neo4j and create kg's constraints and indexes:\n"
+        "#   ./import.sh --schema | cypher-shell -u neo4j -p PASSWORD -d DATABASE\n"
+        "set -euo pipefail\n"
+        "if [ \"${1:-}\" = --schema ]; then\n"
+        f"  cat <<'CYPHER'\n{schema}CYPHER\n"
+        "  exit 0\n"
+        "fi\n"
+        "cd \"$(dirname \"$0\")\"\n"
         # The database name goes first: --nodes/--relationships take several files each.
         "neo4j-admin database import full \"${1:-neo4j}\" --overwrite-destination "
         f"--multiline-fields=true --array-delimiter='{ARRAY_DELIMITER}' {nodes} {rels}\n")

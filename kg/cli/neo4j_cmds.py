@@ -14,8 +14,6 @@ import click
 from kg.cli.common import input_options, report_skips, show_progress
 from kg.errors import QueryError
 
-CYPHER_DIR = Path(__file__).resolve().parent.parent.parent / "cypher"
-
 
 def connection_options(func: Callable) -> Callable:
     """--uri/--user/--password/--database, each defaulting to its NEO4J_* variable."""
@@ -85,13 +83,16 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
 
 def resolve_query_file(name: str) -> Path:
     """A path, or the name of a saved query in cypher/ (with or without ``.cypher``)."""
+    from kg.data import data_dir
+
     path = Path(name)
     if path.is_file():
         return path
-    for candidate in (CYPHER_DIR / name, CYPHER_DIR / f"{name}.cypher"):
+    folder = data_dir("cypher")
+    for candidate in (folder / name, folder / f"{name}.cypher"):
         if candidate.is_file():
             return candidate
-    saved = sorted(p.stem for p in CYPHER_DIR.glob("*.cypher")) if CYPHER_DIR.is_dir() else []
+    saved = sorted(p.stem for p in folder.glob("*.cypher"))
     raise QueryError(f"{name}: no such file or saved query"
                      + (f"; saved queries: {', '.join(saved)}" if saved else ""))
 
