@@ -335,6 +335,8 @@ _INDEXES: dict[int, tuple[weakref.ref, AnalysisIndex]] = {}
 def analysis_index(corpus: Corpus) -> AnalysisIndex:
     """The index of ``corpus``, built on first use and kept while the corpus lives.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> analysis_index(corpus) is analysis_index(corpus)
     True
     """
@@ -357,6 +359,8 @@ def find_paper(corpus: Corpus, reference: str) -> Paper:
     An exact (case-insensitive) label or title beats a substring; several matches raise
     AmbiguousPaperError listing them, none raises NotFoundError.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> find_paper(corpus, "fastercache").label[:11]
     'FasterCache'
     """
@@ -401,6 +405,8 @@ def related(corpus: Corpus, paper_id: str, n: int = 10) -> list[RelatedPaper]:
     ``paper_id`` may also be an id prefix or title/label words (see ``find_paper``). Papers
     sharing nothing with positive weight are left out; ties go by paper id.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> labels = [r.paper.label.split(":")[0] for r in related(corpus, "model folding")]
     >>> "LOTOS" in labels and "Rotated Runtime Smooth" in labels
     True
@@ -466,6 +472,8 @@ def shared(corpus: Corpus, query: str) -> list[PaperUse]:
     ``query`` matches entity names and aliases and vocabulary labels (any case). A known
     concept no paper uses gives ``[]``; an unknown name raises NotFoundError with suggestions.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> [u.paper.label.split(":")[0] for u in shared(corpus, "caching")]
     ['FasterCache']
     >>> try:
@@ -515,6 +523,8 @@ def technique_counts(
 ) -> list[tuple[Entity, int]]:
     """Entities of ``types`` with the number of papers mentioning each, most used first.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> counts = technique_counts(corpus)
     >>> all(n >= 1 for _, n in counts), counts == sorted(counts, key=lambda t: -t[1])
     (True, True)
@@ -530,6 +540,8 @@ def technique_counts(
 def top_shared_techniques(corpus: Corpus, n: int = 20) -> list[tuple[Entity, int]]:
     """The ``n`` techniques used by the most papers, only those shared by two or more.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> all(count >= 2 for _, count in top_shared_techniques(corpus))
     True
     """
@@ -543,6 +555,8 @@ def cooccurrence(
 
     Each pair appears once, ordered by entity id.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> pairs = cooccurrence(corpus, types=("Model", "Dataset"))
     >>> [(a.name, b.name, n) for a, b, n in pairs if a.name == "LLaMA" and b.name == "ResNet-18"]
     [('LLaMA', 'ResNet-18', 1)]
@@ -568,6 +582,8 @@ def clusters(corpus: Corpus, seed: int = 0, min_size: int = 2, terms: int = 3) -
     features by tf-idf: the share of the cluster's papers using it × IDF. Clusters are biggest
     first; papers in corpus order.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> clusters(corpus) == clusters(corpus)
     True
     """
@@ -652,6 +668,8 @@ def paper_entity_graph(corpus: Corpus) -> nx.Graph:
     Nodes are paper ids and entity ids as given (``kind`` says which); an edge carries the
     predicates linking them (sorted tuple) and the number of mentions.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> g = paper_entity_graph(corpus)
     >>> g.nodes["model/llama"]["kind"], sorted(g["model/llama"]) == sorted(
     ...     n for n in g["model/llama"] if g.nodes[n]["kind"] == "paper")
@@ -705,6 +723,8 @@ def corpus_graph(corpus: Corpus, vocab: Vocabulary | None = None) -> nx.MultiDiG
     concept by ``concept`` and a concept to each broader one by ``broader``. Nodes and edges
     are inserted sorted, so serialisations are byte-identical across runs.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> g = corpus_graph(corpus)
     >>> sorted({d["kind"] for _, d in g.nodes(data=True)})
     ['concept', 'entity', 'paper']
@@ -766,8 +786,8 @@ def xml_safe_graph(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
     """A copy of ``graph`` (same order) whose ids, keys and text values XML 1.0 can hold.
 
     >>> g = nx.MultiDiGraph()
-    >>> g.add_edge("a", "b", key="k\x00", evidence="form\x0cfeed")
-    'k\x00'
+    >>> g.add_edge("a", "b", key="k\\x00", evidence="form\\x0cfeed")
+    'k\\x00'
     >>> list(xml_safe_graph(g).edges(keys=True, data=True))
     [('a', 'b', 'k', {'evidence': 'formfeed'})]
     """
