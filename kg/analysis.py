@@ -38,7 +38,7 @@ import networkx as nx
 
 from kg.errors import KgError
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
-from kg.text import spreadsheet_cell, xml_safe
+from kg.text import shorten, spreadsheet_cell, xml_safe
 from kg.vocab import ENTITY_NS, PAPER_NS, Vocabulary, load_vocabulary
 
 # How much sharing one entity of each type says about two papers being related. Hardware and
@@ -164,8 +164,7 @@ def paper_label(paper: Paper) -> str:
     >>> paper_label(Paper(id="p", abstract="We study the effect of caching on models."))
     'We study the effect of caching on models.'
     """
-    text = paper.label or paper.title or " ".join(paper.abstract.split())
-    return text if len(text) <= 90 else text[:89].rsplit(" ", 1)[0] + "…"
+    return shorten(paper.label or paper.title or paper.abstract, 90)
 
 
 # ------------------------------------------------------------------ the index

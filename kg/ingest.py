@@ -26,6 +26,7 @@ from pathlib import Path
 
 from kg.errors import InputError
 from kg.model import Paper, Skip
+from kg.text import shorten
 
 FORMATS = ("auto", "text", "jsonl", "json", "csv", "tsv")
 
@@ -91,10 +92,7 @@ def provisional_label(abstract: str, limit: int = 80) -> str:
     >>> provisional_label("We study caching. It helps.")
     'We study caching.'
     """
-    first = _SENTENCE_END.split(normalise_abstract(abstract), maxsplit=1)[0]
-    if len(first) <= limit:
-        return first
-    return first[: limit - 1].rsplit(" ", 1)[0] + "…"
+    return shorten(_SENTENCE_END.split(normalise_abstract(abstract), maxsplit=1)[0], limit)
 
 
 def _split_list(value: object) -> tuple[str, ...]:

@@ -39,6 +39,7 @@ from typing import Any
 
 from kg.errors import InputError, KgError, QueryError, ServiceError
 from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResult, Relation
+from kg.text import shorten
 
 DEFAULT_URI = "bolt://127.0.0.1:7687"
 DEFAULT_BATCH_PAPERS = 250
@@ -193,8 +194,7 @@ def _first_line(exc: BaseException, limit: int = 200) -> str:
     text = (getattr(exc, "message", None) or str(exc) or "").strip()
     line = text.splitlines()[0] if text else type(exc).__name__
     sentence = line.split(". ")[0].rstrip(".")
-    if len(sentence) > limit:
-        sentence = sentence[:limit] + "…"
+    sentence = shorten(sentence, limit)
     code = getattr(exc, "code", None)
     return f"{code}: {sentence}" if code else sentence
 

@@ -13,6 +13,9 @@ import click
 
 from kg.cli.common import input_options, report_skips, show_progress
 from kg.errors import QueryError
+from kg.text import shorten
+
+TABLE_CELL = 60  # characters of one cell in `kg cypher`'s table output
 
 
 def connection_options(func: Callable) -> Callable:
@@ -127,11 +130,12 @@ def format_rows(keys: list[str], rows: list[dict], fmt: str) -> str:
         writer.writerow(keys)
         writer.writerows([_cell(r[k]) for k in keys] for r in rows)
         return buf.getvalue()
-    cells = [[_cell(r[k]) for k in keys] for r in rows]
-    widths = [min(60, max([len(k)] + [len(c[i]) for c in cells])) for i, k in enumerate(keys)]
+    # Long cells are shortened with a visible "…" (the JSON and CSV formats keep them whole).
+    cells = [[shorten(_cell(r[k]), TABLE_CELL) for k in keys] for r in rows]
+    widths = [max([len(k)] + [len(c[i]) for c in cells]) for i, k in enumerate(keys)]
 
     def line(values: list[str]) -> str:
-        return "  ".join(v[:60].ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
 
     out = [line(keys), line(["-" * w for w in widths])]
     out.extend(line(c) for c in cells)
