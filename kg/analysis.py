@@ -32,14 +32,14 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
 
 import networkx as nx
 
 from kg.errors import KgError
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
+from kg.rdf import entity_iri, paper_iri  # the one IRI scheme: GraphML/CSV ids = RDF IRIs
 from kg.text import shorten, spreadsheet_cell, xml_safe
-from kg.vocab import ENTITY_NS, PAPER_NS, Vocabulary, load_vocabulary
+from kg.vocab import Vocabulary, load_vocabulary
 
 # How much sharing one entity of each type says about two papers being related. Hardware and
 # metrics ("GPU", "accuracy") are shared by unrelated papers, so they do not count.
@@ -641,24 +641,6 @@ def _cluster_terms(index: AnalysisIndex, pids: list[str], n: int) -> tuple[tuple
 
 
 # ------------------------------------------------------------------ graphs and exports
-
-
-def paper_iri(paper_id: str) -> str:
-    """The IRI of a paper (ids may be any string, so they are percent-encoded).
-
-    >>> paper_iri("https://x.org/p 1")
-    'https://w3id.org/mlkg/paper/https%3A%2F%2Fx.org%2Fp%201'
-    """
-    return PAPER_NS + quote(paper_id, safe="")
-
-
-def entity_iri(entity_id: str) -> str:
-    """The IRI of an entity.
-
-    >>> entity_iri("technique/kv-cache")
-    'https://w3id.org/mlkg/entity/technique/kv-cache'
-    """
-    return ENTITY_NS + entity_id
 
 
 def paper_entity_graph(corpus: Corpus) -> nx.Graph:

@@ -72,7 +72,13 @@ def paper_iri(paper_id: str) -> str:
 
 
 def entity_iri(entity_id: str) -> str:
-    """``ENTITY_NS`` + the id (``"technique/quantization"``); unsafe characters are escaped."""
+    """``ENTITY_NS`` + the id; characters outside an IRI path segment are percent-encoded.
+
+    Every export names entities by this (RDF, GraphML, CSV), so one id has one IRI.
+
+    >>> entity_iri("technique/kv-cache"), entity_iri("method/a+b c")
+    ('https://w3id.org/mlkg/entity/technique/kv-cache', 'https://w3id.org/mlkg/entity/method/a%2Bb%20c')
+    """
     return ENTITY_NS + quote(entity_id, safe="/")
 
 

@@ -192,3 +192,24 @@ def test_csv_cells_that_a_spreadsheet_would_run_as_formulas_start_with_a_quote(t
     assert "'@SUM(A1:A9)" in cells
     assert any(c.startswith("'=HYPERLINK(") for c in cells)
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+
+
+def test_an_entity_has_one_iri_in_graphml_csv_and_rdf(tmp_path):
+    from kg import analysis, rdf
+    from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
+
+    paper = Paper(id="p1", abstract="We propose a+b.")
+    entity = Entity("method/a+b", "Method", "a+b")
+    relation = Relation("p1", "proposes", entity.id, Span(paper.abstract, 0, 15), "test", 0.9)
+    corpus = Corpus((PaperResult(paper, ((entity.id, (Span("a+b", 11, 14),)),), (relation,)),),
+                    {entity.id: entity})
+    assert analysis.entity_iri is rdf.entity_iri and analysis.paper_iri is rdf.paper_iri
+    iri = rdf.entity_iri("method/a+b")
+    assert iri.endswith("/method/a%2Bb")
+    rdf.write_rdf(corpus, tmp_path)
+    write_graphml(corpus, tmp_path / "graph.graphml")
+    write_csv(corpus, tmp_path / "nodes.csv", tmp_path / "edges.csv")
+    assert f"<{iri}>" in (tmp_path / "graph.nt").read_text(encoding="utf-8")
+    assert iri in nx.read_graphml(tmp_path / "graph.graphml")
+    with (tmp_path / "nodes.csv").open(encoding="utf-8", newline="") as fh:
+        assert iri in {row["id"] for row in csv.DictReader(fh)}
