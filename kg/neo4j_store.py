@@ -228,8 +228,11 @@ def relation_row(paper: Paper, relation: Relation) -> dict[str, Any]:
 
 
 def subject_label(result: PaperResult, relation: Relation, entities: dict[str, Entity]) -> str:
-    """``Paper`` or ``Entity``: what a relation's subject is (and check the object exists)."""
+    """``Paper`` or ``Entity``: what a relation's subject is (checking predicate and object)."""
     where = f"paper {result.paper.id} ({result.paper.source or 'input'})"
+    if relation.predicate not in PREDICATES:
+        raise InputError(f"{where}: unknown predicate {relation.predicate!r}; expected one of "
+                         f"{', '.join(PREDICATES)}")
     if relation.object not in entities:
         raise InputError(f"{where}: relation object {relation.object!r} is not a known entity; "
                          "the extraction file is inconsistent — rebuild it with `kg build`")

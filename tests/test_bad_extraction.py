@@ -86,3 +86,18 @@ def test_rdf_build_and_neo4j_load_refuse_the_same_bad_file_with_exit_2(case, goo
         assert "Traceback" not in out.stderr
         assert f"{bad}:3: " in out.stderr and message in out.stderr
     assert not (tmp_path / "out" / "graph.nt").exists()
+
+
+def test_the_neo4j_loader_refuses_an_unknown_predicate_in_a_corpus_built_in_code(tmp_path):
+    from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
+    from kg.neo4j_store import plan_batches, write_admin_csvs
+
+    paper = Paper(id="p1", abstract="We use magic.")
+    entity = Entity("technique/magic", "Technique", "magic")
+    relation = Relation("p1", "inspiredBy", entity.id, Span("We", 0, 2), "r", 0.5)
+    corpus = Corpus((PaperResult(paper, ((entity.id, (Span("magic", 7, 12),)),), (relation,)),),
+                    {entity.id: entity})
+    with pytest.raises(InputError, match="unknown predicate 'inspiredBy'"):
+        plan_batches(corpus)
+    with pytest.raises(InputError, match="unknown predicate 'inspiredBy'"):
+        write_admin_csvs(corpus, tmp_path)
