@@ -59,3 +59,15 @@ def test_installed_kg_reads_its_vocabulary_and_saved_sparql(installed, tmp_path)
                            capture_output=True, text=True, check=True).stdout.split()
     assert Path(found[0]).is_relative_to(installed.resolve())  # the wheel's copy, not the repo
     assert found[0].endswith("kg/_data/sparql") and int(found[1]) > 0
+
+
+def test_installed_kg_sparql_runs_a_saved_query_by_name(installed, tmp_path):
+    paper = tmp_path / "paper.txt"
+    paper.write_text("We apply knowledge distillation to ResNet-50 on ImageNet.\n")
+    built = _kg(installed, "build", str(paper), "-o", str(tmp_path / "out"), "--no-html",
+                cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    out = _kg(installed, "sparql", "techniques-by-paper-count", "--graph",
+              str(tmp_path / "out"), "--format", "csv", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "knowledge distillation" in out.stdout
