@@ -294,7 +294,9 @@ def _looks_tabular(lines: list[str], delimiter: str, abstract_field: str) -> boo
     header = next(csv.reader(lines[:1], delimiter=delimiter, quoting=quoting))
     if len(header) < 2:
         return False
-    if abstract_field.casefold() in (cell.strip().casefold() for cell in header):
+    names = [cell.strip() for cell in header]
+    looks_like_names = all(len(n) <= 40 and not n.endswith(".") for n in names)
+    if looks_like_names and abstract_field.casefold() in (n.casefold() for n in names):
         return True
     if delimiter != "\t":
         return False
@@ -312,6 +314,8 @@ def detect_format(name: str, text: str, abstract_field: str = "abstract") -> str
     >>> detect_format("<stdin>", 'id,abstract\\nc1,"We use X, and Y."\\n')
     'csv'
     >>> detect_format("<stdin>", "We use X, and Y.\\n\\nWe study Z.\\n")
+    'text'
+    >>> detect_format("<stdin>", "Abstract, in short: we study X.\\n")
     'text'
     """
     suffix = Path(name).suffix.lower()
