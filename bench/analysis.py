@@ -51,6 +51,7 @@ def main() -> int:
 
     from kg import analysis
     from kg.errors import KgError
+    from kg.exports import write_csv, write_graphml
     from kg.pipeline import load_corpus, run
 
     t0 = time.perf_counter()
@@ -117,9 +118,9 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        analysis.write_graphml(corpus, Path(tmp) / "graph.graphml")
+        write_graphml(corpus, Path(tmp) / "graph.graphml")
         t1 = time.perf_counter()
-        analysis.write_csv(corpus, Path(tmp) / "nodes.csv", Path(tmp) / "edges.csv")
+        write_csv(corpus, Path(tmp) / "nodes.csv", Path(tmp) / "edges.csv")
         t2 = time.perf_counter()
         size = (Path(tmp) / "graph.graphml").stat().st_size / 1e6
         print(f"write_graphml: {t1 - t0:.2f} s ({size:.1f} MB); write_csv: {t2 - t1:.2f} s")

@@ -8,7 +8,12 @@ Starts `kg serve` in-process on an ephemeral loopback port (its real worker proc
 1. runs every saved query (sparql/*.rq) --repeat times, one at a time, and prints p50/p95;
    queries with a ?paper_id parameter get one with the endpoint's $paper_id= binding;
 2. runs --clients threads at once, each sending --per-client mixed saved queries, and prints
-   errors, throughput and latency percentiles. All traffic goes to 127.0.0.1 and is bounded.
+   errors, throughput and latency percentiles (the clients share one address, so the server's
+   per-client bound is set to --clients);
+3. fairness: --runaway threads loop a query that never finishes in time while one light client
+   sends saved queries (each made distinct, so none comes from the cache) for --fair-seconds,
+   and prints the light client's p50/max and status counts. All traffic goes to 127.0.0.1 and
+   is bounded.
 Figures, not assertions.
 """
 
@@ -23,6 +28,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -75,6 +81,8 @@ def main() -> int:
     parser.add_argument("--per-client", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--runaway", type=int, default=2, help="runaway-query loops in part 3")
+    parser.add_argument("--fair-seconds", type=float, default=15.0)
     parser.add_argument("--cache-entries", type=int, default=256,
                         help="the server's answer cache (0: every request runs the query)")
     args = parser.parse_args()
@@ -84,7 +92,8 @@ def main() -> int:
 
     t0 = time.perf_counter()
     server = start_server(ServerConfig(graph=args.graph, port=0, workers=args.workers,
-                                       timeout=args.timeout, cache_entries=args.cache_entries))
+                                       timeout=args.timeout, cache_entries=args.cache_entries,
+                                       max_per_client=args.clients + args.runaway + 1))
     print(f"server up in {time.perf_counter() - t0:.1f} s: {server.httpd.pool.triples:,} "
           f"triples, {args.workers} workers, {server.url}")
     try:
@@ -129,6 +138,37 @@ def main() -> int:
         print(f"   {len(results)} requests in {wall:.1f} s ({len(results) / wall:.0f} req/s), "
               f"errors: {errors}; latency p50 {statistics.median(times):.0f} ms, "
               f"p95 {percentile(times, 0.95):.0f} ms, max {max(times):.0f} ms")
+
+        print(f"\n3) fairness: {args.runaway} loops of a runaway query, one light client, "
+              f"{args.fair_seconds:g} s")
+        runaway = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
+        deadline = time.monotonic() + args.fair_seconds
+        heavy: list[int] = []
+
+        def loop() -> None:
+            while time.monotonic() < deadline:
+                status, _, _ = post(server.url, runaway)
+                with lock:
+                    heavy.append(status)
+
+        loops = [threading.Thread(target=loop) for _ in range(args.runaway)]
+        for thread in loops:
+            thread.start()
+        light: list[tuple[int, float]] = []
+        n = 0
+        while time.monotonic() < deadline:
+            text, binds = queries[names[n % len(names)]]
+            status, elapsed, _ = post(server.url, f"{text}\n# light {n}", binds)
+            light.append((status, elapsed))
+            n += 1
+            time.sleep(0.1)
+        for thread in loops:
+            thread.join()
+        times = [t * 1000 for _, t in light]
+        statuses = Counter(s for s, _ in light)
+        print(f"   light client: {len(light)} queries, p50 {statistics.median(times):.0f} ms, "
+              f"max {max(times):.0f} ms, statuses {dict(sorted(statuses.items()))}; "
+              f"runaway answers {dict(sorted(Counter(heavy).items()))}")
     finally:
         server.stop()
     return 0

@@ -2,6 +2,7 @@
 // Run: kg cypher papers-sharing-technique --param technique=quantization
 // In Neo4j Browser: :param technique => 'quantization'  then paste the query.
 // @param technique:str  a technique name, alias or entity id, e.g. quantization
+// @param include_mentions:bool=false  also list papers that only mention it (negated, contrasted, prior work)
 //
 // The technique is found as an entity (by id, name or alias) and/or as a vocabulary concept
 // (by label), so a concept no paper names directly (e.g. "model compression") still works.
@@ -23,6 +24,7 @@ WITH named + narrower AS techniques
 UNWIND techniques AS technique
 WITH DISTINCT technique
 MATCH (paper:Paper)-[r]->(technique)
+WHERE type(r) <> 'MENTIONS' OR $include_mentions
 WITH paper, technique.name AS name, type(r) AS relation
 ORDER BY name, relation
 WITH paper, collect(DISTINCT name) AS via, collect(DISTINCT relation) AS relations

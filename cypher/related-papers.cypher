@@ -2,8 +2,10 @@
 // Run: kg cypher related-papers --param paper=p-05c5fc60b666 --param limit=5
 // @param paper:str  the paper id
 // @param limit:int=10  how many related papers to return
-MATCH (p:Paper {id: $paper})-->(shared:Entity)<--(other:Paper)
+// @param include_mentions:bool=false  also count entities a paper only mentions
+MATCH (p:Paper {id: $paper})-[r1]->(shared:Entity)<-[r2]-(other:Paper)
 WHERE other <> p
+  AND ($include_mentions OR (type(r1) <> 'MENTIONS' AND type(r2) <> 'MENTIONS'))
 WITH other, shared
 ORDER BY shared.name
 WITH other, collect(DISTINCT shared.name) AS shared

@@ -24,21 +24,19 @@ The examples below use this ``corpus`` (the demo corpus through the real pipelin
 from __future__ import annotations
 
 import bisect
-import csv
 import difflib
 import math
 import weakref
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import networkx as nx
 
 from kg.errors import KgError
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
 from kg.rdf import entity_iri, paper_iri  # the one IRI scheme: GraphML/CSV ids = RDF IRIs
-from kg.text import shorten, spreadsheet_cell, xml_safe
+from kg.text import shorten
 from kg.vocab import Vocabulary, load_vocabulary
 
 # How much sharing one entity of each type says about two papers being related. Hardware and
@@ -54,12 +52,6 @@ MAX_DEPTH = 3
 # What `technique_counts`, `cooccurrence` and `top_shared_techniques` count as a technique: a
 # used (not proposed) method is a technique too (see kg.model.PREDICATE_FOR_TYPE).
 TECHNIQUE_TYPES: tuple[str, ...] = ("Technique", "Method")
-
-NODE_COLUMNS = ("id", "kind", "type", "label", "kg_id", "title", "concept", "aliases", "venue",
-                "year", "url")
-EDGE_COLUMNS = ("source", "target", "predicate", "evidence", "start", "end", "rule",
-                "confidence", "paper")
-
 
 class NotFoundError(KgError):
     """A paper or technique the user named is not in the graph; the message lists suggestions."""
@@ -751,58 +743,3 @@ def _relation_attrs(rel: Relation, paper_id: str) -> dict[str, object]:
     return {"predicate": rel.predicate, "evidence": rel.evidence.text,
             "start": rel.evidence.start, "end": rel.evidence.end, "rule": rel.rule,
             "confidence": float(rel.confidence), "paper": paper_id}
-
-
-def write_graphml(corpus: Corpus, path: str | Path) -> Path:
-    """Write ``corpus_graph`` as GraphML (UTF-8, byte-identical for the same corpus).
-
-    Attribute keys are named after the attributes; edge ids are ``predicate|paper id``.
-    """
-    path = Path(path)
-    nx.write_graphml_xml(xml_safe_graph(corpus_graph(corpus)), path, named_key_ids=True)
-    return path
-
-
-def xml_safe_graph(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
-    """A copy of ``graph`` (same order) whose ids, keys and text values XML 1.0 can hold.
-
-    >>> g = nx.MultiDiGraph()
-    >>> g.add_edge("a", "b", key="k\\x00", evidence="form\\x0cfeed")
-    'k\\x00'
-    >>> list(xml_safe_graph(g).edges(keys=True, data=True))
-    [('a', 'b', 'k', {'evidence': 'formfeed'})]
-    """
-    def clean(value):
-        return xml_safe(value) if isinstance(value, str) else value
-
-    out = nx.MultiDiGraph()
-    out.add_nodes_from((clean(n), {k: clean(v) for k, v in d.items()})
-                       for n, d in graph.nodes(data=True))
-    for u, v, key, d in graph.edges(keys=True, data=True):
-        out.add_edge(clean(u), clean(v), key=clean(key), **{k: clean(x) for k, x in d.items()})
-    return out
-
-
-def write_csv(corpus: Corpus, nodes_path: str | Path, edges_path: str | Path) -> None:
-    """Write ``corpus_graph`` as two CSV files (byte-identical for the same corpus).
-
-    ``nodes.csv``: ``id,kind,type,label,kg_id,title,concept,aliases,venue,year,url``;
-    ``edges.csv``: ``source,target,predicate,evidence,start,end,rule,confidence,paper`` (the
-    evidence columns are empty for ``concept`` and ``broader`` edges).
-    """
-    graph = corpus_graph(corpus)
-    with Path(nodes_path).open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(NODE_COLUMNS)
-        for node, data in graph.nodes(data=True):
-            writer.writerow([_cell(node), *(_cell(data.get(c)) for c in NODE_COLUMNS[1:])])
-    with Path(edges_path).open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(EDGE_COLUMNS)
-        for source, target, data in graph.edges(data=True):
-            writer.writerow([_cell(source), _cell(target),
-                             *(_cell(data.get(c)) for c in EDGE_COLUMNS[2:])])
-
-
-def _cell(value: object) -> str:
-    return spreadsheet_cell(value)

@@ -33,6 +33,9 @@ PREDICATE_FOR_TYPE: dict[str, str] = {
     "Task": "addresses",
     "Metric": "improves",
 }
+# What a paper does with an entity, as opposed to only mentioning it (negated, contrasted or
+# attributed to prior work): "papers sharing X" counts these by default.
+USE_PREDICATES: frozenset[str] = frozenset({"proposes", *PREDICATE_FOR_TYPE.values()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +141,14 @@ class PaperResult:
     def entity_ids(self) -> tuple[str, ...]:
         return tuple(eid for eid, _ in self.mentions)
 
+    @property
+    def used_ids(self) -> tuple[str, ...]:
+        """The entities the paper uses (or proposes), in mention order: not those it only
+        mentions."""
+        used = {r.object for r in self.relations
+                if r.subject == self.paper.id and r.predicate in USE_PREDICATES}
+        return tuple(eid for eid, _ in self.mentions if eid in used)
+
 
 @dataclass(frozen=True, slots=True)
 class Skip:
@@ -190,3 +201,6 @@ class Extraction:
     links: tuple[Link, ...]
     label: str | None = None  # a readable label derived from what the paper proposes
     sentences: tuple[tuple[int, int], ...] = ()  # (start, end) of each sentence of paper.text
+    # Terms that wait for the corpus: kept only when another paper uses them too
+    # (kg.extract.terms.promote_recurring), never overlapping ``candidates``.
+    pending: tuple[Candidate, ...] = ()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kg.errors import InputError, StrictModeError
 from kg.ingest import IngestOptions, read_inputs
-from kg.model import Candidate, Corpus, Extraction, Link, Paper, Span
+from kg.model import Candidate, Corpus, Extraction, Link, Paper, Skip, Span
 
 _WORKER = None  # the per-process Extractor
 
@@ -32,26 +32,52 @@ def extractor(trained_model: str | None = None):
     return Extractor(trained_model=trained_model)
 
 
-def _extract_chunk(papers: list[Paper]) -> list[tuple]:
+def _extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:
+    """Each paper's Extraction, or a message saying why that one paper failed.
+
+    A record the extractor cannot handle must cost the run that record, not the run: the chunk
+    is retried one paper at a time and the failing papers are reported.
+    """
+    try:
+        return list(ex.extract(papers))
+    except Exception:  # whatever one record trips, the other records go on
+        out: list[Extraction | str] = []
+        for paper in papers:
+            try:
+                out.append(ex.extract_one(paper))
+            except Exception as exc:
+                out.append(f"extraction failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                           "remove or shorten the record, and report it if it looks ordinary")
+        return out
+
+
+def _extract_chunk(papers: list[Paper]) -> list[tuple | str]:
     # The parent holds the papers, so only offsets travel back: pickling texts twice would cost
     # the parent more CPU than the second worker saves on two cores.
-    return [(tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
-                    c.long_form) for c in e.candidates),
+    def spans(candidates):
+        return tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
+                      c.long_form) for c in candidates)
+
+    return [e if isinstance(e, str) else
+            (spans(e.candidates),
              tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
-                    k.confidence) for k in e.links), e.label, e.sentences)
-            for e in _WORKER.extract(papers)]  # type: ignore[union-attr]
+                    k.confidence) for k in e.links), e.label, e.sentences, spans(e.pending))
+            for e in _extract_safely(_WORKER, papers)]
 
 
 def _rebuild(paper: Paper, found: tuple) -> Extraction:
     text = paper.text
-    candidates, links, label, sentences = found
+    candidates, links, label, sentences, pending = found
+
+    def rebuild(spans):
+        return tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
+                     for s, e, t, r, c, conf, lf in spans)
+
     return Extraction(
-        paper,
-        tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
-              for s, e, t, r, c, conf, lf in candidates),
+        paper, rebuild(candidates),
         tuple(Link(sub, pred, obj, Span(text[s:e], s, e), r, conf)
               for sub, pred, obj, s, e, r, conf in links),
-        label, sentences)
+        label, sentences, rebuild(pending))
 
 
 def _chunks(items: Sequence[Paper], size: int) -> Iterator[list[Paper]]:
@@ -64,14 +90,40 @@ def extract_all(
     workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
     trained_model: str | None = None,
+    skipped: list[Skip] | None = None,
 ) -> list[Extraction]:
-    """Extract every paper, in input order; ``workers > 1`` uses that many processes."""
+    """Extract every paper, in input order; ``workers > 1`` uses that many processes.
+
+    A paper the extractor fails on is left out and reported as a Skip on ``skipped``
+    (without that list, the failure is raised as an InputError). Then the corpus-level step:
+    terms that wait for the corpus are kept where another paper of the same run uses them too.
+    """
+    from kg.extract.terms import promote_recurring
+
+    return promote_recurring(_extract_each(papers, workers, on_progress, trained_model,
+                                           skipped))
+
+
+def _extract_each(papers: Sequence[Paper], workers: int,
+                  on_progress: Callable[[int], None] | None, trained_model: str | None,
+                  skipped: list[Skip] | None) -> list[Extraction]:
     out: list[Extraction] = []
     chunk = 50
+    done = 0
+
+    def keep(paper: Paper, item: Extraction | str) -> None:
+        if isinstance(item, Extraction):
+            out.append(item)
+            return
+        if skipped is None:
+            raise InputError(f"{paper.source or paper.id}: {item}")
+        skipped.append(Skip(paper.source or paper.id, item))
+
     if workers <= 1 or len(papers) < 2 * chunk:
         ex = extractor(trained_model)
         for part in _chunks(papers, chunk):
-            out.extend(ex.extract(part))
+            for paper, item in zip(part, _extract_safely(ex, part), strict=True):
+                keep(paper, item)
             if on_progress:
                 on_progress(len(part))
         return out
@@ -80,8 +132,10 @@ def extract_all(
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
     with ctx.Pool(workers, initializer=_init_worker, initargs=(trained_model,)) as pool:
         for part in pool.imap(_extract_chunk, _chunks(papers, chunk)):
-            base = len(out)
-            out.extend(_rebuild(papers[base + i], found) for i, found in enumerate(part))
+            for found in part:
+                paper = papers[done]
+                done += 1
+                keep(paper, found if isinstance(found, str) else _rebuild(paper, found))
             if on_progress:
                 on_progress(len(part))
     return out
@@ -113,15 +167,21 @@ def run(
         details = "\n".join(f"  {s.source}: {s.reason}" for s in ingested.skipped[:20])
         raise InputError("no papers to process" + (f":\n{details}" if details else
                                                     " (the inputs are empty)"))
+    failed: list[Skip] = []
     if progress:
-        import click
+        from kg.progress import Progress, step
 
-        with click.progressbar(length=len(ingested.papers), label="extracting",
-                               file=sys.stderr) as bar:
-            extractions = extract_all(ingested.papers, workers, bar.update, trained_model)
+        with Progress(len(ingested.papers), "extracting") as bar:
+            extractions = extract_all(ingested.papers, workers, bar.update, trained_model,
+                                      skipped=failed)
+        step(f"resolving entities across {len(extractions):,} papers")
     else:
-        extractions = extract_all(ingested.papers, workers, trained_model=trained_model)
-    return resolve(extractions, skipped=ingested.skipped)
+        extractions = extract_all(ingested.papers, workers, trained_model=trained_model,
+                                  skipped=failed)
+    if strict and failed:
+        details = "\n".join(f"  {s.source}: {s.reason}" for s in failed[:20])
+        raise StrictModeError(f"{len(failed)} record(s) skipped (--strict):\n{details}")
+    return resolve(extractions, skipped=(*ingested.skipped, *failed))
 
 
 def is_extraction_file(path: Path) -> bool:
@@ -147,6 +207,7 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     >>> load_corpus(["examples/iclr2025-seed.txt"]).results[0].paper.label[:5]
     'LOTOS'
     """
+    from kg.exports import check_export_dir, check_export_file
     from kg.io import merge_corpora, read_jsonl
 
     raw: list[str | Path] = []
@@ -156,8 +217,13 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
         if str(item) != "-" and path.is_dir():
             if not (path / "extraction.jsonl").is_file():
                 raise InputError(f"{path}: no extraction.jsonl here; run `kg build ... -o {path}`")
+            check_export_dir(path, reading="extraction.jsonl")
+            if kwargs.get("progress"):
+                from kg.progress import step
+
+                step(f"reading {path / 'extraction.jsonl'}")
             loaded.append(read_jsonl(path / "extraction.jsonl"))
-        elif str(item) != "-" and is_extraction_file(path):
+        elif str(item) != "-" and is_extraction_file(check_export_file(path)):
             loaded.append(read_jsonl(path))
         else:
             raw.append(item)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -254,7 +254,7 @@ def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> list
                 graph[s] = group = set()
             group.add((p, o))
 
-    mentions = _kg("mentions")
+    mentions, uses = _kg("mentions"), _kg("uses")
     for result in corpus.results:
         add(_paper_triples(result.paper))
         for relation in result.relations:
@@ -264,6 +264,9 @@ def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> list
         paper_node = _iri(paper_iri(result.paper.id))
         add((paper_node, mentions, _iri(entity_iri(eid)))
             for eid, _spans in result.mentions if eid in corpus.entities)
+        # kg:uses likewise for the entities the paper uses, not only mentions.
+        add((paper_node, uses, _iri(entity_iri(eid)))
+            for eid in result.used_ids if eid in corpus.entities)
     used: set[str] = set()
     for entity in corpus.entities.values():
         add(_entity_triples(entity))
@@ -425,49 +428,23 @@ def _write_text(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def parse_binding(value: str):
-    """A ``--bind`` value as a pyoxigraph term — parsed as data, never spliced into a query.
+def graph_file(path: str | Path) -> Path:
+    """The graph file at ``path``: itself, or graph.nt / graph.ttl / graph.jsonld in an export
+    directory (InputError if there is none, or if the build that wrote it is incomplete)."""
+    from kg.exports import check_export_dir, check_export_file
 
-    ``<iri>`` → IRI; ``prefix:name`` with one of kg's prefixes → IRI; an N-Triples literal
-    (``"5"^^<…#integer>``, ``"x"@en``; ``^^xsd:…`` allowed) → that literal; anything else →
-    a plain string.
-
-    >>> parse_binding("quantization")
-    <Literal value=quantization datatype=<NamedNode value=http://www.w3.org/2001/XMLSchema#string>>
-    >>> parse_binding("kg:Technique")
-    <NamedNode value=https://w3id.org/mlkg/ontology#Technique>
-    >>> parse_binding('"3"^^xsd:integer').value
-    '3'
-    """
-    import pyoxigraph as ox
-
-    from kg.errors import QueryError
-
-    text = value.strip()
-    if text.startswith("<") and text.endswith(">"):
-        try:
-            return ox.NamedNode(text[1:-1])
-        except ValueError as exc:
-            raise QueryError(f"--bind value {value!r} is not a valid IRI ({exc})") from exc
-    prefix, sep, local = text.partition(":")
-    if sep and prefix in PREFIXES and local and not local.startswith("//"):
-        return ox.NamedNode(PREFIXES[prefix] + local)
-    if text.startswith('"'):
-        # Let the N-Triples parser read the literal: one triple must come out, or it is refused.
-        for name, ns in PREFIXES.items():
-            text = text.replace(f"^^{name}:", f"^^<{ns}") if f"^^{name}:" in text else text
-        if "^^<" in text and not text.endswith(">"):
-            text += ">"
-        try:
-            triples = list(ox.parse(f"<urn:s> <urn:p> {text} .\n".encode(),
-                                    format=ox.RdfFormat.N_TRIPLES))
-        except SyntaxError as exc:
-            raise QueryError(f"--bind value {value!r} is not an N-Triples literal ({exc}); "
-                             "drop the quotes to pass a plain string") from exc
-        if len(triples) != 1 or not isinstance(triples[0].object, ox.Literal):
-            raise QueryError(f"--bind value {value!r} is not a single literal")
-        return triples[0].object
-    return ox.Literal(value)
+    path = Path(path)
+    if path.is_dir():
+        for name in ("graph.nt", "graph.ttl", "graph.jsonld"):
+            if (path / name).is_file():
+                check_export_dir(path, reading=name)  # refuse a half-written or mixed build
+                return path / name
+        raise InputError(f"{path}: no graph.nt, graph.ttl or graph.jsonld here; "
+                         f"run `kg build INPUT... -o {path}` first")
+    if not path.is_file():
+        raise InputError(f"{path}: no such graph file; pass a .ttl/.nt/.jsonld file or the "
+                         "directory `kg build -o` wrote")
+    return check_export_file(path)
 
 
 @dataclass(frozen=True)
@@ -481,8 +458,14 @@ class Violation:
     value: str
 
 
-def validate_graph(graph: str | Path, shapes: str | Path | None = None) -> list[Violation]:
-    """Validate a graph file (or export dir) with pyshacl; the violations, sorted (empty = ok).
+def validate_graph(graph: str | Path, shapes: str | Path | None = None,
+                   on_step: Callable[[str], None] | None = None,
+                   on_check: Callable[[int, int], None] | None = None) -> list[Violation]:
+    """Validate a graph file (or export dir) against SHACL shapes; the violations, sorted.
+
+    The shapes are compiled to SPARQL and run on pyoxigraph (kg.shacl: seconds where pyshacl
+    took minutes); shapes using SHACL features kg.shacl does not compile go to pyshacl.
+    ``on_step`` hears each step's name, ``on_check`` (done, total) after each compiled check.
 
     >>> import tempfile
     >>> from kg.pipeline import run
@@ -491,16 +474,42 @@ def validate_graph(graph: str | Path, shapes: str | Path | None = None) -> list[
     >>> validate_graph(out / "graph.ttl")
     []
     """
-    import pyshacl
-    import rdflib
-
-    from kg.server import graph_file
+    from kg.exports import check_export_file
+    from kg.shacl import compile_shapes, run_checks
     from kg.vocab import ontology_dir
 
+    step = on_step or (lambda name: None)
     path = graph_file(graph) if Path(graph).is_dir() else Path(graph)
     if not path.is_file():
         raise InputError(f"{path}: no such graph file")
+    check_export_file(path)
     shapes_path = Path(shapes) if shapes else ontology_dir() / "shapes.ttl"
+    checks = compile_shapes(shapes_path)
+    if checks is None:
+        step(f"validating with pyshacl ({shapes_path.name} uses SHACL features kg does not "
+             "compile; slow on large graphs)")
+        return _validate_pyshacl(path, shapes_path)
+    import pyoxigraph as ox
+
+    step(f"loading {path}")
+    suffix = path.suffix.lower().lstrip(".")
+    fmt = ox.RdfFormat.from_extension(suffix) or (
+        ox.RdfFormat.JSON_LD if suffix in ("jsonld", "json") else ox.RdfFormat.TURTLE)
+    store = ox.Store()
+    try:
+        store.bulk_load(path=str(path), format=fmt)
+    except (SyntaxError, ValueError) as exc:
+        raise InputError(f"{path}: cannot be parsed as RDF ({exc}); rebuild it with `kg build`"
+                         ) from exc
+    found = {Violation(*row) for row in run_checks(store, checks, on_check)}
+    return sorted(found, key=lambda v: (v.focus, v.path, v.message, v.value))
+
+
+def _validate_pyshacl(path: Path, shapes_path: Path) -> list[Violation]:
+    import pyshacl
+    import rdflib
+
+
     data = rdflib.Graph()
     fmt = {".nt": "nt", ".jsonld": "json-ld", ".json": "json-ld"}.get(path.suffix.lower())
     try:

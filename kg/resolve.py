@@ -113,7 +113,8 @@ def resolve(
         entity_id = f"{type_.lower()}/{slug}"
         if entity_id in entities and entities[entity_id].concept != concept:
             entity_id = f"{entity_id}-{ident[:8] if concept is None else slugify(ident)[-8:]}"
-        forms = set(surfaces[key]) | set(long_forms[key])
+        # A bare number ("100" of "CIFAR-10/100") is a mention, never an alias.
+        forms = {f for f in set(surfaces[key]) | set(long_forms[key]) if not f.isdigit()}
         aliases = tuple(sorted(forms - {name}, key=lambda s: (s.casefold(), s)))
         ids[key] = entity_id
         entities[entity_id] = Entity(entity_id, type_, name, aliases, concept)

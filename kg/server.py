@@ -1,13 +1,24 @@
-"""A bounded, read-only SPARQL 1.1 Protocol endpoint over a kg graph (``kg serve``).
+"""``kg serve``: the HTTP layer of a bounded SPARQL 1.1 Protocol endpoint over a kg graph.
 
-Queries run in worker *processes*, each holding the graph in an in-memory pyoxigraph Store.
-A pyoxigraph query cannot be interrupted from Python, so the HTTP thread waits on the worker's
-pipe for at most ``timeout`` seconds; a worker still busy then is killed (the runaway query dies
-with it), the client gets 503, and a fresh worker is started. Query variables can be bound
-RDF4J-style with ``$name=value`` parameters (passed to pyoxigraph as RDF terms, never spliced).
-Results are cut at ``max_results`` rows/triples (header ``X-KG-Truncated``). Updates are
-refused with 403 unless ``allow_update``; when allowed they are applied to every worker and
-logged, so a replacement worker replays them and all workers keep the same data.
+Queries run in worker *processes*, each holding the graph in an in-memory pyoxigraph Store
+(:mod:`kg.sparql` loads, vets and runs them). A pyoxigraph query cannot be interrupted from
+Python, so the HTTP thread waits on the worker's pipe for at most ``timeout`` seconds; a worker
+still busy then is killed (the runaway query dies with it), the client gets 503, and a fresh
+worker is started. Query variables can be bound RDF4J-style with ``$name=value`` parameters
+(passed to pyoxigraph as RDF terms, never spliced). Results are cut at ``max_results``
+rows/triples (header ``X-KG-Truncated``).
+
+What a client may do, by default: read-only queries from this machine. ``SERVICE`` (and, with
+updates on, ``LOAD`` over the network) is refused unless ``allow_service`` names the host; no
+``Access-Control-Allow-Origin`` is sent unless ``cors`` names the origin; a request whose Host
+header is not the bound address, a loopback name or an ``allow_hosts`` name is refused (DNS
+rebinding); with ``allow_update`` a cross-site POST is refused. Updates are refused with 403
+unless ``allow_update``; when allowed they are applied to every worker and logged, so a
+replacement worker replays them and all workers keep the same data.
+
+Fairness: each client address may have ``max_per_client`` queries waiting or running (429
+beyond); a query that once timed out or ran long may hold at most ``workers - 1`` workers, so
+one worker stays free for the rest; every 503 and 429 says when to retry (``Retry-After``).
 
 >>> server = start_server(ServerConfig(graph=Path("exports"), port=0))  # doctest: +SKIP
 >>> server.url  # doctest: +SKIP
@@ -21,11 +32,13 @@ import collections
 import contextlib
 import hashlib
 import html
-import itertools
+import ipaddress
 import json
+import math
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -33,203 +46,44 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kg.errors import InputError, QueryError, ServiceError
+from kg.rdf import graph_file
+from kg.sparql import (
+    NotAcceptableError,
+    QueryOutput,
+    RefusedQueryError,
+    execute_query,
+    load_store,
+    normalise,
+    run_update,
+    saved_queries,
+    split_host,
+    substitutions,
+)
+
+__all__ = [
+    "QueryPool",
+    "RunningServer",
+    "ServerConfig",
+    "execute_query",
+    "load_store",
+    "make_server",
+    "saved_queries",
+    "serve",
+    "start_server",
+]
 
 MAX_BODY = 1 << 20  # bytes of query/update text we accept
-
-# name -> (media type sent, pyoxigraph format attribute name, kind) ; kind: "results" | "graph"
-FORMATS: dict[str, tuple[str, str, str]] = {
-    "json": ("application/sparql-results+json", "JSON", "results"),
-    "xml": ("application/sparql-results+xml", "XML", "results"),
-    "csv": ("text/csv; charset=utf-8", "CSV", "results"),
-    "tsv": ("text/tab-separated-values; charset=utf-8", "TSV", "results"),
-    "turtle": ("text/turtle; charset=utf-8", "TURTLE", "graph"),
-    "ntriples": ("application/n-triples", "N_TRIPLES", "graph"),
-    "jsonld": ("application/ld+json", "JSON_LD", "graph"),
-    "rdfxml": ("application/rdf+xml", "RDF_XML", "graph"),
-}
-DEFAULT_FORMAT = {"results": "json", "graph": "turtle"}
-
-# Media types (and the short names SPARQLWrapper and people put in ?format=) to our names.
-_MEDIA: dict[str, str] = {
-    "application/sparql-results+json": "json", "application/json": "json", "json": "json",
-    "application/sparql-results+xml": "xml", "application/xml": "xml", "text/xml": "xml",
-    "xml": "xml", "text/csv": "csv", "csv": "csv", "text/tab-separated-values": "tsv",
-    "tsv": "tsv", "text/turtle": "turtle", "application/x-turtle": "turtle", "turtle": "turtle",
-    "ttl": "turtle", "application/n-triples": "ntriples", "text/plain": "ntriples",
-    "ntriples": "ntriples", "nt": "ntriples", "n-triples": "ntriples",
-    "application/ld+json": "jsonld", "json-ld": "jsonld", "jsonld": "jsonld",
-    "application/rdf+xml": "rdfxml", "rdf+xml": "rdfxml", "rdfxml": "rdfxml",
-}
-
-
-def choose_format(kind: str, requested: str | None, accept: str | None) -> str | None:
-    """The output format for a result ``kind`` ("results" or "graph").
-
-    An explicit ``format``/``output`` parameter wins when it suits the kind; then the Accept
-    header by q-value; ``*/*`` or nothing gives the default. ``None`` means 406.
-
-    >>> choose_format("results", None, "text/csv, */*;q=0.1")
-    'csv'
-    >>> choose_format("graph", "json", "application/ld+json")
-    'jsonld'
-    >>> choose_format("graph", None, "application/sparql-results+json") is None
-    True
-    """
-    if requested:
-        name = _MEDIA.get(requested.strip().lower())
-        if name and FORMATS[name][2] == kind:
-            return name
-    if not accept:
-        return DEFAULT_FORMAT[kind]
-    ranked: list[tuple[float, int, str]] = []
-    for index, part in enumerate(accept.split(",")):
-        media, *params = (p.strip() for p in part.split(";"))
-        q = 1.0
-        for param in params:
-            if param.startswith("q="):
-                try:
-                    q = float(param[2:])
-                except ValueError:
-                    q = 0.0
-        if q > 0:
-            ranked.append((-q, index, media.lower()))
-    for _, _, media in sorted(ranked):
-        if media in ("*/*", "application/*", "text/*"):
-            return DEFAULT_FORMAT[kind]
-        name = _MEDIA.get(media)
-        if name and FORMATS[name][2] == kind:
-            return name
-    return None
-
-
-# ---------------------------------------------------------------- query execution (any process)
-
-def _term_json(term: Any) -> dict[str, Any]:
-    import pyoxigraph as ox
-
-    if isinstance(term, ox.NamedNode):
-        return {"type": "uri", "value": term.value}
-    if isinstance(term, ox.BlankNode):
-        return {"type": "bnode", "value": term.value}
-    if isinstance(term, ox.Literal):
-        out: dict[str, Any] = {"type": "literal", "value": term.value}
-        if term.language:
-            out["xml:lang"] = term.language
-        elif term.datatype.value != "http://www.w3.org/2001/XMLSchema#string":
-            out["datatype"] = term.datatype.value
-        return out
-    if isinstance(term, ox.Triple):  # RDF-star / RDF 1.2 triple terms
-        return {"type": "triple", "value": {"subject": _term_json(term.subject),
-                                            "predicate": _term_json(term.predicate),
-                                            "object": _term_json(term.object)}}
-    raise TypeError(f"unexpected term {term!r}")
-
-
-@dataclass
-class QueryOutput:
-    """A serialised result: bytes, its media type, the result kind and whether it was cut."""
-
-    body: bytes
-    media_type: str
-    kind: str  # "results" | "graph"
-    rows: int
-    truncated: bool = False
-
-
-def execute_query(store: Any, text: str, *, requested: str | None = None,
-                  accept: str | None = None, max_results: int = 10_000,
-                  substitutions: dict | None = None) -> QueryOutput:
-    """Run ``text`` on a pyoxigraph ``store`` and serialise the result.
-
-    Raises SyntaxError (bad query), LookupError (no acceptable format) or OSError/RuntimeError.
-
-    >>> import pyoxigraph as ox
-    >>> out = execute_query(ox.Store(), "ASK { ?s ?p ?o }")
-    >>> out.body, out.media_type
-    (b'{"head":{},"boolean":false}', 'application/sparql-results+json')
-    """
-    import pyoxigraph as ox
-
-    from kg.rdf import PREFIXES
-
-    result = store.query(text, prefixes=PREFIXES, substitutions=substitutions)
-    kind = "graph" if isinstance(result, ox.QueryTriples) else "results"
-    name = choose_format(kind, requested, accept)
-    if name is None:
-        raise LookupError(f"no acceptable format for a {'graph' if kind == 'graph' else 'results'}"
-                          f" answer; ask for one of " + ", ".join(
-                              FORMATS[n][0] for n in FORMATS if FORMATS[n][2] == kind))
-    media, attr, _ = FORMATS[name]
-    if isinstance(result, ox.QueryBoolean):
-        return QueryOutput(result.serialize(format=getattr(ox.QueryResultsFormat, attr)),
-                           media, kind, 1)
-    if isinstance(result, ox.QueryTriples):
-        triples, truncated = _first(result, max_results)
-        prefixes = PREFIXES if name == "turtle" else None
-        body = ox.serialize(triples, format=getattr(ox.RdfFormat, attr), prefixes=prefixes)
-        return QueryOutput(body or b"", media, kind, len(triples), truncated)
-    variables = [v.value for v in result.variables]
-    solutions, truncated = _first(result, max_results)
-    bindings = [{var: _term_json(solution[var]) for var in variables
-                 if solution[var] is not None} for solution in solutions]
-    doc = {"head": {"vars": variables}, "results": {"bindings": bindings}}
-    body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    if name != "json":  # pyoxigraph writes the other results formats from our JSON
-        parsed = ox.parse_query_results(body, format=ox.QueryResultsFormat.JSON)
-        body = parsed.serialize(format=getattr(ox.QueryResultsFormat, attr))
-    return QueryOutput(body, media, kind, len(bindings), truncated)
-
-
-def _first(results: Any, limit: int) -> tuple[list, bool]:
-    """At most ``limit`` items of a lazy result, and whether more were left."""
-    items = list(itertools.islice(results, limit + 1))
-    return items[:limit], len(items) > limit
-
-
-def graph_file(path: str | Path) -> Path:
-    """The file to load for ``path``: itself, or graph.nt / graph.ttl inside a directory."""
-    path = Path(path)
-    if path.is_dir():
-        for name in ("graph.nt", "graph.ttl", "graph.jsonld"):
-            if (path / name).is_file():
-                return path / name
-        raise InputError(f"{path}: no graph.nt, graph.ttl or graph.jsonld here; "
-                         f"run `kg build INPUT... -o {path}` first")
-    if not path.is_file():
-        raise InputError(f"{path}: no such graph file; pass a .ttl/.nt/.jsonld file or the "
-                         "directory `kg build -o` wrote")
-    return path
-
-
-def load_store(path: str | Path) -> Any:
-    """An in-memory pyoxigraph Store holding the graph at ``path`` (file or export dir)."""
-    import pyoxigraph as ox
-
-    file = graph_file(path)
-    suffix = file.suffix.lower().lstrip(".")
-    fmt = ox.RdfFormat.from_extension(suffix) or (
-        ox.RdfFormat.JSON_LD if suffix in ("jsonld", "json") else None)
-    if fmt is None:
-        raise InputError(f"{file}: unknown RDF format {file.suffix!r}; use .ttl, .nt, .nq, "
-                         ".trig, .jsonld or .rdf")
-    store = ox.Store()
-    try:
-        store.bulk_load(path=str(file), format=fmt)
-    except SyntaxError as exc:
-        raise InputError(f"{file}: not valid {fmt.name} ({exc}); rebuild it with `kg build`"
-                         ) from exc
-    return store
 
 
 # ---------------------------------------------------------------- worker processes
 
 def _worker_main(conn_in: Any, conn_out: Any) -> None:
     """Loop in a worker process: load the graph, replay updates, then answer requests."""
-    graph, updates = conn_in.recv()
+    graph, updates, allow_service = conn_in.recv()
     try:
         store = load_store(graph)
         for update in updates:
-            store.update(update)
+            run_update(store, update, allow_service=allow_service)
     except Exception as exc:  # reported to the parent, which raises ServiceError
         conn_out.send(("fail", str(exc)))
         return
@@ -241,32 +95,20 @@ def _worker_main(conn_in: Any, conn_out: Any) -> None:
             return
         try:
             if op == "update":
-                store.update(text)
+                run_update(store, text, allow_service=allow_service)
                 conn_out.send(("ok", None))
             else:
-                substitutions = _substitutions(bindings)
-                conn_out.send(("ok", execute_query(store, text, requested=requested,
-                                                   accept=accept, max_results=max_results,
-                                                   substitutions=substitutions)))
-        except (SyntaxError, QueryError) as exc:
-            conn_out.send(("bad", str(exc)))
-        except RuntimeError as exc:  # e.g. a binding for a variable the query does not project
-            conn_out.send(("bad", str(exc)))
-        except LookupError as exc:
+                conn_out.send(("ok", execute_query(
+                    store, text, requested=requested, accept=accept, max_results=max_results,
+                    substitutions=substitutions(bindings), allow_service=allow_service)))
+        except RefusedQueryError as exc:
+            conn_out.send(("refused", str(exc)))
+        except NotAcceptableError as exc:
             conn_out.send(("unacceptable", str(exc)))
-        except Exception as exc:  # evaluation errors: report, keep serving
+        except (QueryError, InputError) as exc:
+            conn_out.send(("bad", str(exc)))
+        except Exception as exc:  # anything else: report, keep serving
             conn_out.send(("error", f"{type(exc).__name__}: {exc}"))
-
-
-def _substitutions(bindings: dict[str, str]) -> dict | None:
-    """``$name=value`` request parameters as pyoxigraph substitutions (terms, never text)."""
-    if not bindings:
-        return None
-    import pyoxigraph as ox
-
-    from kg.rdf import parse_binding
-
-    return {ox.Variable(name): parse_binding(value) for name, value in bindings.items()}
 
 
 def _worker_entry() -> None:
@@ -289,7 +131,7 @@ class _Worker:
     """One worker: a plain subprocess (not multiprocessing, so the caller's __main__ is never
     re-imported) speaking multiprocessing's Connection protocol over its stdin/stdout."""
 
-    def __init__(self, graph: str, updates: list[str]) -> None:
+    def __init__(self, graph: str, updates: list[str], allow_service: tuple[str, ...]) -> None:
         import os
         import subprocess
         import sys
@@ -307,7 +149,7 @@ class _Worker:
         self._recv = Connection(os.dup(self.process.stdout.fileno()), writable=False)
         self.process.stdin.close()
         self.process.stdout.close()
-        self._send.send((graph, list(updates)))
+        self._send.send((graph, list(updates), tuple(allow_service)))
 
     def send(self, message: tuple) -> None:
         self._send.send(message)
@@ -333,6 +175,8 @@ class _Worker:
         return value
 
     def kill(self) -> None:
+        if self.process.returncode is not None:
+            return
         self.process.kill()
         self.process.wait(5)
         self._send.close()
@@ -352,27 +196,48 @@ def _text(status: int, message: str, **headers: str) -> Reply:
 
 
 class QueryPool:
-    """Worker processes with the graph loaded; a runaway query costs a worker, not the server."""
+    """Worker processes with the graph loaded; a runaway query costs a worker, not the server.
+
+    Cheap queries keep a lane: a query remembered as heavy (it timed out, or ran for more than
+    half the timeout) may hold at most ``workers - 1`` workers, counting a killed worker until
+    its replacement has loaded. Each client address may have ``max_per_client`` queries
+    waiting or running. Answers are cached (least recently used out) up to ``cache_entries``
+    entries and ``cache_bytes`` bytes of answers and query text.
+    """
+
+    HEAVY_MEMORY = 4096  # normalised query texts remembered as heavy
 
     def __init__(self, graph: str | Path, *, workers: int = 2, timeout: float = 10.0,
                  max_results: int = 10_000, load_timeout: float = 300.0,
-                 cache_entries: int = 256) -> None:
+                 cache_entries: int = 256, cache_bytes: int = 64 << 20,
+                 max_per_client: int = 16, allow_service: tuple[str, ...] = ()) -> None:
         self.graph = str(graph_file(graph))
         self.timeout = timeout
         self.max_results = max_results
         self.load_timeout = load_timeout
+        self.allow_service = tuple(allow_service)
+        self.retry_after = str(max(1, math.ceil(timeout)))
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._updates: list[str] = []
         self._update_lock = threading.Lock()
         self._size = max(1, workers)
         self._closed = False
         self.triples = 0
+        # Heavy queries share workers-1 slots (all of them with a single worker).
+        self._heavy_slots = threading.BoundedSemaphore(max(1, self._size - 1))
+        self._heavy: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self.max_per_client = max_per_client
+        self._per_client: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()  # guards _heavy and _per_client
         # The graph only changes through update(), which clears this: identical queries (saved
         # queries behind a dashboard, say) are answered from memory. Least recently used first out.
-        self._cache: collections.OrderedDict[tuple, Reply] = collections.OrderedDict()
+        self._cache: collections.OrderedDict[tuple, tuple[Reply, int]] = collections.OrderedDict()
         self.cache_entries = cache_entries
+        self.cache_bytes = cache_bytes
+        self.cached_bytes = 0
         self._cache_lock = threading.Lock()
-        started = [_Worker(self.graph, []) for _ in range(self._size)]
+        self._live: set[_Worker] = set()  # every worker not yet killed, busy or idle
+        started = [self._spawn([]) for _ in range(self._size)]
         try:
             for worker in started:
                 self.triples = worker.wait_ready(load_timeout)
@@ -382,6 +247,12 @@ class QueryPool:
             raise
         for worker in started:
             self._idle.put(worker)
+
+    def _spawn(self, updates: list[str]) -> _Worker:
+        worker = _Worker(self.graph, updates, self.allow_service)
+        with self._lock:
+            self._live.add(worker)
+        return worker
 
     @property
     def idle_workers(self) -> int:
@@ -397,134 +268,210 @@ class QueryPool:
             time.sleep(0.05)
         return True
 
+    @staticmethod
+    def _heavy_key(text: str) -> str:
+        # Lexing costs the HTTP thread ~5 µs a token: past 64 KB the raw text is the key.
+        return normalise(text) if len(text) <= 65536 else text
+
+    def is_heavy(self, text: str) -> bool:
+        """Whether this query (comments and spacing aside) once timed out or ran long."""
+        key = self._heavy_key(text)
+        with self._lock:
+            return key in self._heavy
+
+    def _mark_heavy(self, key: str) -> None:
+        with self._lock:
+            self._heavy[key] = None
+            self._heavy.move_to_end(key)
+            while len(self._heavy) > self.HEAVY_MEMORY:
+                self._heavy.popitem(last=False)
+
     def _acquire(self) -> _Worker | None:
         try:
             return self._idle.get(timeout=self.timeout)
         except queue.Empty:
             return None
 
-    def _replace(self, worker: _Worker) -> None:
-        """Kill ``worker`` and start a replacement in the background (replaying updates)."""
+    def _replace(self, worker: _Worker, then: Callable[[], None] | None = None) -> None:
+        """Kill ``worker`` and start a replacement in the background (replaying updates);
+        ``then`` runs once the replacement is ready (or the pool closes)."""
         worker.kill()
+        with self._lock:
+            self._live.discard(worker)
 
         def start() -> None:
-            while not self._closed:
-                with self._update_lock:  # no update may slip between snapshot and ready
-                    fresh = _Worker(self.graph, self._updates)
-                    try:
-                        fresh.wait_ready(self.load_timeout)
-                    except ServiceError:
-                        time.sleep(1)
-                        continue
-                if self._closed:
-                    fresh.kill()
-                else:
-                    self._idle.put(fresh)
-                return
+            try:
+                while not self._closed:
+                    with self._update_lock:  # no update may slip between snapshot and ready
+                        fresh = self._spawn(self._updates)
+                        try:
+                            fresh.wait_ready(self.load_timeout)
+                        except ServiceError:
+                            time.sleep(1)
+                            continue
+                    if self._closed:
+                        fresh.kill()
+                    else:
+                        self._idle.put(fresh)
+                    return
+            finally:
+                if then is not None:
+                    then()
 
         threading.Thread(target=start, daemon=True, name="kg-sparql-respawn").start()
 
-    def _call(self, worker: _Worker, message: tuple) -> tuple[str, Any] | None:
-        """Send ``message``; the reply, or None after killing a worker that timed out."""
+    def _call(self, worker: _Worker, message: tuple,
+              then: Callable[[], None] | None = None) -> tuple[str, Any] | None:
+        """Send ``message``; the reply, or None after killing a worker that timed out (``then``
+        runs when its replacement is ready)."""
         try:
             worker.send(message)
             if worker.poll(self.timeout):
                 return worker.recv()
         except (EOFError, OSError, BrokenPipeError):
             pass
-        self._replace(worker)
+        self._replace(worker, then)
         return None
 
     CACHE_MAX_BODY = 8 * 1024 * 1024
 
     def query(self, text: str, requested: str | None, accept: str | None,
-              bindings: dict[str, str] | None = None) -> Reply:
+              bindings: dict[str, str] | None = None, client: str = "") -> Reply:
+        """Answer a query: from the cache, or on a worker (429 past the client's bound)."""
         key = (text, requested, accept, tuple(sorted((bindings or {}).items())))
         with self._cache_lock:
-            cached = self._cache.get(key)
-            if cached is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
                 self._cache.move_to_end(key)
+                cached = hit[0]
                 return Reply(cached.status, cached.body, cached.media_type,
                              {**cached.headers, "X-KG-Cache": "hit"})
-        reply = self._query(text, requested, accept, bindings)
-        if reply.status == 200 and self.cache_entries and len(reply.body) <= self.CACHE_MAX_BODY:
-            with self._cache_lock:
-                self._cache[key] = reply
-                while len(self._cache) > self.cache_entries:
-                    self._cache.popitem(last=False)
+        with self._lock:
+            if self.max_per_client and self._per_client[client] >= self.max_per_client:
+                return _text(429, f"too many queries at once from {client or 'this client'}: "
+                             f"at most {self.max_per_client} may wait or run "
+                             "(kg serve --max-per-client); retry when one has finished",
+                             **{"Retry-After": "1"})
+            self._per_client[client] += 1
+        try:
+            reply = self._query(text, requested, accept, bindings)
+        finally:
+            with self._lock:
+                self._per_client[client] -= 1
+                if not self._per_client[client]:
+                    del self._per_client[client]
+        if reply.status == 200:
+            self._remember(key, reply)
         return reply
+
+    def _remember(self, key: tuple, reply: Reply) -> None:
+        cost = len(reply.body) + len(key[0]) + sum(len(v) for _, v in key[3])
+        if not self.cache_entries or cost > min(self.CACHE_MAX_BODY, self.cache_bytes):
+            return
+        with self._cache_lock:
+            if key in self._cache:
+                return
+            self._cache[key] = (reply, cost)
+            self.cached_bytes += cost
+            while len(self._cache) > self.cache_entries or self.cached_bytes > self.cache_bytes:
+                _, (_, freed) = self._cache.popitem(last=False)
+                self.cached_bytes -= freed
 
     def _query(self, text: str, requested: str | None, accept: str | None,
                bindings: dict[str, str] | None = None) -> Reply:
-        worker = self._acquire()
-        if worker is None:
-            return _text(503, f"server busy: no query worker became free within {self.timeout:g} s;"
-                         " retry later", **{"Retry-After": "1"})
-        started = time.monotonic()
-        reply = self._call(worker, ("query", text, requested, accept, self.max_results,
-                                    bindings or {}))
-        if reply is None:
-            return _text(503, f"query stopped: it ran longer than the {self.timeout:g} s timeout "
-                         "(kg serve --timeout); narrow it or add a LIMIT")
-        self._idle.put(worker)
+        heavy_key = self._heavy_key(text)
+        with self._lock:
+            heavy = heavy_key in self._heavy
+        retry = {"Retry-After": self.retry_after}
+        if heavy and not self._heavy_slots.acquire(timeout=self.timeout):
+            return _text(503, "server busy: this query ran long before, so it may use only "
+                         "the workers not kept for quick queries, and they stayed busy for "
+                         f"{self.timeout:g} s; retry later, or narrow it", **retry)
+        release = self._heavy_slots.release if heavy else None
+        try:
+            worker = self._acquire()
+            if worker is None:
+                return _text(503, "server busy: no query worker became free within "
+                             f"{self.timeout:g} s; retry later", **retry)
+            started = time.monotonic()
+            reply = self._call(worker, ("query", text, requested, accept, self.max_results,
+                                        bindings or {}), then=release)
+            if reply is None:
+                release = None  # handed to the respawn: the slot frees once the worker is back
+                self._mark_heavy(heavy_key)
+                return _text(503, f"query stopped: it ran longer than the {self.timeout:g} s "
+                             "timeout (kg serve --timeout); narrow it or add a LIMIT", **retry)
+            elapsed = time.monotonic() - started
+            self._idle.put(worker)
+        finally:
+            if release is not None:
+                release()
+        if elapsed > self.timeout / 2:
+            self._mark_heavy(heavy_key)
         status, value = reply
         if status == "bad":
-            return _text(400, f"malformed query: {value}")
+            return _text(400, value)
+        if status == "refused":
+            return _text(403, value)
         if status == "unacceptable":
             return _text(406, value)
         if status == "error":
             return _text(500, f"query failed: {value}")
         out: QueryOutput = value
-        headers = {"X-KG-Results": str(out.rows),
-                   "X-KG-Elapsed-Ms": f"{(time.monotonic() - started) * 1000:.1f}"}
+        headers = {"X-KG-Results": str(out.rows), "X-KG-Elapsed-Ms": f"{elapsed * 1000:.1f}"}
         if out.truncated:
             headers["X-KG-Truncated"] = f"results cut at --max-results {self.max_results}"
         return Reply(200, out.body, out.media_type, headers)
 
     def update(self, text: str) -> Reply:
         """Apply an update to every worker (serialised); 400 if the first rejects it."""
+        retry = {"Retry-After": self.retry_after}
         with self._update_lock:
-            taken: list[_Worker] = []
+            taken: list[_Worker | None] = []
             deadline = time.monotonic() + self.timeout
             while len(taken) < self._size:
                 try:
                     taken.append(self._idle.get(timeout=max(0.01, deadline - time.monotonic())))
                 except queue.Empty:
                     for worker in taken:
-                        self._idle.put(worker)
+                        if worker is not None:
+                            self._idle.put(worker)
                     return _text(503, "server busy: could not pause the query workers within "
-                                 f"{self.timeout:g} s to apply the update; retry later")
+                                 f"{self.timeout:g} s to apply the update; retry later", **retry)
             result: Reply | None = None
             for index, worker in enumerate(taken):
+                assert worker is not None
                 reply = self._call(worker, ("update", text, None, None, 0, {}))
                 if reply is None:
-                    taken[index] = None  # type: ignore[call-overload]  # being replaced
+                    taken[index] = None  # being replaced
                     if index == 0:
                         result = _text(503, f"update stopped after the {self.timeout:g} s "
-                                       "timeout; nothing was changed")
+                                       "timeout; nothing was changed", **retry)
                         break
                     continue
                 status, value = reply
                 if status != "ok":
                     # The first worker rejected it (transactional: nothing changed); stop here.
-                    result = _text(400 if status == "bad" else 500, f"update failed: {value}")
+                    code = {"bad": 400, "refused": 403}.get(status, 500)
+                    result = _text(code, value if code != 500 else f"update failed: {value}")
                     break
                 if index == 0:
                     self._updates.append(text)
                     with self._cache_lock:
                         self._cache.clear()
+                        self.cached_bytes = 0
             for worker in taken:
                 if worker is not None:
                     self._idle.put(worker)
             return result or Reply(204, b"")
 
     def close(self) -> None:
+        """Kill every worker, busy ones too: a runaway query must not outlive the server."""
         self._closed = True
-        while True:
-            try:
-                self._idle.get_nowait().kill()
-            except queue.Empty:
-                break
+        with self._lock:
+            live, self._live = list(self._live), set()
+        for worker in live:
+            worker.kill()
 
 
 # ---------------------------------------------------------------- HTTP
@@ -541,15 +488,11 @@ class ServerConfig:
     allow_update: bool = False
     workers: int = 2
     cache_entries: int = 256  # identical queries answered from memory; 0 turns the cache off
-
-
-def saved_queries() -> dict[str, str]:
-    """The saved queries shipped in sparql/*.rq, by file stem."""
-    here = Path(__file__).resolve().parent
-    for folder in (here / "_data" / "sparql", here.parent / "sparql"):
-        if folder.is_dir():
-            return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.rq"))}
-    return {}
+    cache_bytes: int = 64 << 20  # and at most this many bytes of answers and query text
+    max_per_client: int = 16 # queries one client address may have waiting or running; 0: any
+    allow_service: tuple[str, ...] = ()  # hosts (HOST or HOST:PORT) SERVICE and LOAD may reach
+    cors: tuple[str, ...] = ()  # origins (scheme://host[:port]) whose pages may read answers
+    allow_hosts: tuple[str, ...] = ()  # extra Host header names accepted (a reverse proxy, say)
 
 
 _PAGE_SCRIPT = """
@@ -637,6 +580,9 @@ def _page(config: ServerConfig, triples: int) -> tuple[bytes, str]:
     return body.encode("utf-8"), csp
 
 
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: KgHTTPServer
     protocol_version = "HTTP/1.1"
@@ -650,23 +596,92 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.media_type)
         self.send_header("Content-Length", str(len(reply.body)))
-        self.send_header("Access-Control-Allow-Origin", "*")
+        origin = self.headers.get("Origin")
+        if self.server.config.cors:
+            # Only listed origins may read answers; caches must key on the Origin.
+            self.send_header("Vary", "Origin")
+            if origin in self.server.config.cors:
+                self.send_header("Access-Control-Allow-Origin", origin)
         self.send_header("X-Content-Type-Options", "nosniff")
         for key, value in reply.headers.items():
             self.send_header(key, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(reply.body)
+
+    def _refuse(self, reply: Reply) -> None:
+        """Answer without reading the body, so the connection cannot be reused."""
+        self.close_connection = True
+        self._send(reply)
+
+    def _host_ok(self) -> bool:
+        """Whether the Host header names this server (a DNS-rebinding page sends its own)."""
+        header = self.headers.get("Host")
+        if header is None:  # HTTP/1.0 clients; browsers always send Host
+            return True
+        try:
+            host, port = split_host(header)
+        except InputError:
+            host, port = "", None
+        bound_host, bound_port = self.server.server_address[:2]
+        bound_host = str(bound_host).lower()
+        if host in self.server.allowed_host_names:
+            return True
+        if (port or 80) != bound_port:
+            return False
+        if host in (bound_host, *_LOOPBACK):
+            return True
+        if bound_host in ("0.0.0.0", "::"):  # any address of this machine, as an IP literal
+            with contextlib.suppress(ValueError):
+                ipaddress.ip_address(host)
+                return True
+        return False
+
+    def _cross_site(self) -> str | None:
+        """Why a POST is cross-site (refused with --allow-update), or None."""
+        origin = self.headers.get("Origin")
+        allowed = self.server.config.cors
+        same = f"http://{self.headers.get('Host', '')}".lower()
+        if origin is not None and origin not in allowed and origin.lower() != same:
+            return f"Origin {origin}"
+        if (self.headers.get("Sec-Fetch-Site") or "").lower() == "cross-site" and (
+                origin is None or origin not in allowed):
+            return "Sec-Fetch-Site: cross-site"
+        return None
+
+    def _guard(self) -> bool:
+        """Refuse a request for another host; True when it may go on."""
+        if self._host_ok():
+            return True
+        self._refuse(_text(421, f"Host {self.headers.get('Host')!r} is not this server: kg "
+                           f"serve answers requests for {self.server.url_host} and loopback "
+                           "names only (a guard against DNS rebinding); start it with "
+                           "--allow-host NAME to accept another name"))
+        return False
 
     def do_HEAD(self) -> None:
         self.do_GET()
 
     def do_OPTIONS(self) -> None:
-        self._send(Reply(204, b"", headers={
-            "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
-            "Access-Control-Allow-Headers": "Content-Type, Accept"}))
+        if not self._guard():
+            return
+        origin = self.headers.get("Origin")
+        if origin is None:
+            self._send(Reply(204, b"", headers={"Allow": "GET, HEAD, POST, OPTIONS"}))
+        elif origin in self.server.config.cors:
+            self._send(Reply(204, b"", headers={
+                "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+                "Access-Control-Allow-Headers": "Content-Type, Accept",
+                "Access-Control-Max-Age": "600"}))
+        else:
+            self._refuse(_text(403, f"Origin {origin} may not use this endpoint; start kg "
+                               f"serve with --cors {origin} to allow it"))
 
     def do_GET(self) -> None:
+        if not self._guard():
+            return
         url = urlsplit(self.path)
         if url.path in ("/", "/index.html"):
             body, csp = self.server.page
@@ -686,14 +701,26 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch(params, None)
 
     def do_POST(self) -> None:
+        if not self._guard():
+            return
         url = urlsplit(self.path)
         if url.path not in ("/sparql", "/query", "/update"):
-            self._send(_text(404, f"{url.path}: not found; the endpoint is /sparql"))
+            self._refuse(_text(404, f"{url.path}: not found; the endpoint is /sparql"))
             return
-        length = int(self.headers.get("Content-Length") or 0)
+        if self.server.config.allow_update:
+            why = self._cross_site()
+            if why is not None:
+                self._refuse(_text(403, f"cross-site POST refused ({why}): updates are on, so "
+                                   "only this server's own page and --cors origins may POST"))
+                return
+        declared = self.headers.get("Content-Length", "0").strip()
+        if not declared.isascii() or not declared.isdigit():
+            self._refuse(_text(400, f"bad Content-Length {declared!r}: send the body's size in "
+                               "bytes as a non-negative integer"))
+            return
+        length = int(declared)
         if length > MAX_BODY:
-            self.close_connection = True
-            self._send(_text(413, f"request body over {MAX_BODY} bytes"))
+            self._refuse(_text(413, f"request body over {MAX_BODY} bytes"))
             return
         raw = self.rfile.read(length) if length else b""
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
@@ -727,10 +754,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(_text(400, "no query: pass query=… (or update=…), or POST a body with "
                              "Content-Type application/sparql-query"))
             return
+        config = self.server.config
+        if op == "update" and not config.allow_update:
+            self._send(_refused())
+            return
         if op == "update":
-            if not self.server.config.allow_update:
-                self._send(_refused())
-                return
             self._send(self.server.pool.update(text))
             return
         if len(params.get("query", [])) > 1:
@@ -740,7 +768,8 @@ class _Handler(BaseHTTPRequestHandler):
                          None)
         # RDF4J-style variable bindings: $name=value (an N-Triples term, <iri> or a string).
         bindings = {k[1:]: v[0] for k, v in params.items() if k.startswith("$") and len(k) > 1}
-        self._send(self.server.pool.query(text, requested, self.headers.get("Accept"), bindings))
+        self._send(self.server.pool.query(text, requested, self.headers.get("Accept"), bindings,
+                                          client=self.client_address[0]))
 
 
 def _refused() -> Reply:
@@ -760,13 +789,18 @@ class KgHTTPServer(ThreadingHTTPServer):
         self.pool = pool
         self.verbose = verbose
         self.page = _page(config, pool.triples)
+        self.allowed_host_names = {split_host(name)[0] for name in config.allow_hosts}
         super().__init__((config.host, config.port), _Handler)
 
     @property
-    def url(self) -> str:
+    def url_host(self) -> str:
         host, port = self.server_address[:2]
         host = f"[{host}]" if ":" in str(host) else host
-        return f"http://{host}:{port}/sparql"
+        return f"{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.url_host}/sparql"
 
 
 class RunningServer:
@@ -789,9 +823,18 @@ class RunningServer:
 def make_server(config: ServerConfig, verbose: bool = False) -> KgHTTPServer:
     """Load the graph into the workers and bind the socket (raises KgError on failure)."""
     if config.timeout <= 0 or config.max_results <= 0:
-        raise QueryError("--timeout and --max-results must be positive")
+        raise InputError("--timeout and --max-results must be positive")
+    for name in (*config.allow_service, *config.allow_hosts):
+        split_host(name)  # InputError now rather than a surprise later
+    for origin in config.cors:
+        url = urlsplit(origin)
+        if url.scheme not in ("http", "https") or not url.netloc or url.path or url.query:
+            raise InputError(f"--cors {origin!r}: give an origin, scheme://host[:port], like "
+                             "http://localhost:3000")
     pool = QueryPool(config.graph, workers=config.workers, timeout=config.timeout,
-                     max_results=config.max_results, cache_entries=config.cache_entries)
+                     max_results=config.max_results, cache_entries=config.cache_entries,
+                     cache_bytes=config.cache_bytes, max_per_client=config.max_per_client,
+                     allow_service=tuple(config.allow_service))
     try:
         return KgHTTPServer(config, pool, verbose)
     except OSError as exc:

@@ -42,9 +42,9 @@ def names_of(corpus, result, type_: str | None = None) -> set[str]:
 
 @pytest.fixture(scope="session")
 def seed_rdf_dir(seed_corpus, tmp_path_factory) -> Path:
-    """The demo corpus written as graph.ttl / graph.nt / graph.jsonld."""
-    from kg import rdf
+    """The demo corpus written as `kg build` writes it (without graph.html)."""
+    from kg.exports import write_exports
 
     out = tmp_path_factory.mktemp("rdf")
-    rdf.write_rdf(seed_corpus, out)
+    write_exports(seed_corpus, out, html=False)  # with build.json, as readers of a dir expect
     return out

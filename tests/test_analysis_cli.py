@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -10,7 +11,7 @@ from conftest import SEED, paper_with
 
 from kg.analysis import AmbiguousPaperError, NotFoundError
 from kg.cli import COMMANDS, cli
-from kg.io import write_jsonl
+from kg.exports import write_exports
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +25,7 @@ def analysis_commands(monkeypatch):
 def export_dir(seed_corpus, tmp_path_factory):
     """An export directory as `kg build` writes it (extraction.jsonl is what we read)."""
     out = tmp_path_factory.mktemp("exports")
-    with (out / "extraction.jsonl").open("w", encoding="utf-8") as fh:
-        write_jsonl(seed_corpus, fh)
+    write_exports(seed_corpus, out, html=False)
     return out
 
 
@@ -87,9 +87,7 @@ def test_no_graph_and_no_inputs_is_a_usage_error(tmp_path, monkeypatch):
 
 
 def test_default_graph_is_the_exports_directory(seed_corpus, export_dir, tmp_path, monkeypatch):
-    (tmp_path / "exports").mkdir()
-    (tmp_path / "exports" / "extraction.jsonl").write_bytes(
-        (export_dir / "extraction.jsonl").read_bytes())
+    shutil.copytree(export_dir, tmp_path / "exports")
     monkeypatch.chdir(tmp_path)
     result = invoke("shared", "LLaMA", "--format", "json")
     assert result.exit_code == 0, result.output

@@ -12,22 +12,15 @@ from urllib.parse import quote
 import networkx as nx
 from conftest import ROOT, paper_with
 
-from kg.analysis import (
-    EDGE_COLUMNS,
-    NODE_COLUMNS,
-    corpus_graph,
-    entity_iri,
-    paper_iri,
-    write_csv,
-    write_graphml,
-)
+from kg.analysis import corpus_graph, entity_iri, paper_iri
+from kg.exports import EDGE_COLUMNS, NODE_COLUMNS, write_csv, write_graphml
 from kg.io import write_jsonl
 from kg.pipeline import run
 from kg.vocab import load_vocabulary
 
 WRITE_EXPORTS = """
 import sys
-from kg.analysis import write_csv, write_graphml
+from kg.exports import write_csv, write_graphml
 from kg.pipeline import load_corpus
 corpus = load_corpus([sys.argv[1]])
 write_graphml(corpus, sys.argv[2] + "/graph.graphml")

@@ -8,10 +8,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
-from kg.errors import InputError
-from kg.io import read_jsonl, write_jsonl
+pytest.register_assert_rewrite("neo4j_fixtures")
+
+from conftest import ROOT  # noqa: E402
+from neo4j_fixtures import neo4j_env, run_kg  # noqa: E402
+
+from kg.errors import InputError  # noqa: E402
+from kg.io import read_jsonl, write_jsonl  # noqa: E402
+
+pytest_plugins = ["neo4j_fixtures"]  # neo4j_conn
 
 
 @pytest.fixture(scope="module")
@@ -74,18 +80,28 @@ def test_a_bad_extraction_record_is_refused_naming_file_and_line(case, good_json
 
 
 @pytest.mark.parametrize("case", ["injected predicate", "unknown entity type"])
-def test_rdf_build_and_neo4j_load_refuse_the_same_bad_file_with_exit_2(case, good_jsonl,
-                                                                       tmp_path):
+def test_rdf_build_and_neo4j_exports_refuse_the_same_bad_file_with_exit_2(case, good_jsonl,
+                                                                          tmp_path):
     change, message = CASES[case]
     bad = _tamper(good_jsonl, tmp_path / "bad.jsonl", change)
-    build = _kg("build", str(bad), "-o", str(tmp_path / "out"))
-    # Port 1 refuses: the file must be refused before any connection is tried.
-    load = _kg("neo4j", "load", str(bad), "--uri", "bolt://127.0.0.1:1")
-    for out in (build, load):
+    runs = [_kg("build", str(bad), "-o", str(tmp_path / "out")),
+            *(_kg("export", str(bad), "--format", fmt, "-o", str(tmp_path / fmt))
+              for fmt in ("cypher", "neo4j-admin"))]
+    for out in runs:
         assert out.returncode == 2, out.stderr
         assert "Traceback" not in out.stderr
         assert f"{bad}:3: " in out.stderr and message in out.stderr
     assert not (tmp_path / "out" / "graph.nt").exists()
+    assert not (tmp_path / "cypher" / "graph.cypher").exists()
+
+
+@pytest.mark.neo4j
+def test_neo4j_load_refuses_the_bad_file_with_exit_2(neo4j_conn, good_jsonl, tmp_path):
+    bad = _tamper(good_jsonl, tmp_path / "bad.jsonl", _predicate("inspiredBy"))
+    out = run_kg("neo4j", "load", str(bad), env=neo4j_env(neo4j_conn))
+    assert out.returncode == 2, out.stderr
+    assert f"{bad}:3: unknown predicate 'inspiredBy'" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_the_neo4j_loader_refuses_an_unknown_predicate_in_a_corpus_built_in_code(tmp_path):

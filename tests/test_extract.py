@@ -193,12 +193,42 @@ def test_help_does_not_import_heavy_libraries():
     assert out.stdout.strip() == "[]"
 
 
+MARKUP = Paper(id="markup", title=r"\textbf{FasterCache}: $k$-means for **LLaMA-2-7B**",
+               abstract=r"We cluster with $k$-means and quantize \emph{LLaMA-2-7B} to INT4 "
+                        r"on A100 GPUs, unlike $\ell_2$-regularized \textsc{ResNet-18}.")
+
+
 def test_two_workers_give_exactly_the_single_process_result():
     from kg.ingest import read_inputs
     from kg.pipeline import extract_all
 
-    papers = list(read_inputs([SEED]).papers) * 6  # > 2 chunks, so the pool really runs
-    assert extract_all(papers, workers=2) == extract_all(papers, workers=1)
+    papers = [*read_inputs([SEED]).papers, MARKUP] * 6  # > 2 chunks, so the pool really runs
+    single = extract_all(papers, workers=1)
+    assert extract_all(papers, workers=2) == single
+    # Mentions are cut from the paper's own text, markup and all, never from the cleaned copy.
+    spans = [c.span for e in single for c in e.candidates]
+    assert any("$k$-means" in s.text or "LLaMA-2-7B" in s.text for s in spans)
+    for e in single:
+        for c in e.candidates:
+            assert c.span.text == e.paper.text[c.span.start:c.span.end]
+
+
+def test_build_exports_do_not_depend_on_the_worker_count(tmp_path):
+    src = tmp_path / "papers.jsonl"
+    rows = [{"id": f"m{i}", "title": MARKUP.title, "abstract": MARKUP.abstract}
+            for i in range(110)]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    outs = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        result = CliRunner().invoke(cli, ["build", str(src), "-o", str(out), "--workers",
+                                          str(workers)])
+        assert result.exit_code == 0, result.output
+        outs.append({p.relative_to(out).as_posix(): p.read_bytes()
+                     for p in sorted(out.rglob("*")) if p.is_file()})
+    assert outs[0].keys() == outs[1].keys()
+    differ = [name for name in outs[0] if outs[0][name] != outs[1][name]]
+    assert differ == []
 
 
 def test_a_missing_trained_spacy_model_degrades_with_a_clear_message():
@@ -208,3 +238,85 @@ def test_a_missing_trained_spacy_model_degrades_with_a_clear_message():
     assert "spaCy pipeline 'en_core_web_nonexistent' is not installed" in result.stderr
     assert "the default pipeline needs no model" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_each_extractor_matches_only_its_own_vocabulary():
+    # The vocabulary component used to be registered under f"kg_vocabulary_{id(extractor)}":
+    # when a new Extractor reused a dead one's id, it matched with the dead one's labels.
+    import gc
+
+    from kg.model import Concept
+    from kg.vocab import Vocabulary
+
+    def vocab(word: str) -> Vocabulary:
+        iri = f"https://w3id.org/mlkg/concept/technique/{word}"
+        return Vocabulary({iri: Concept(iri, "Technique", word)})
+
+    paper = Paper(id="p", abstract="We combine zorbling with quuxing.")
+    for round_ in range(40):
+        word = ("zorbling", "quuxing")[round_ % 2]
+        found = {c.span.text for c in Extractor(vocab(word)).extract_one(paper).candidates
+                 if c.rule == "vocabulary"}
+        assert found == {word}, f"round {round_}: matched {found}"
+        gc.collect()
+
+
+def _found(text: str, title: str | None = None) -> set[tuple[str, str]]:
+    return {(c.span.text, c.type) for c in
+            Extractor().extract_one(Paper(id="p", abstract=text, title=title)).candidates}
+
+
+def test_coordinated_and_suffixed_names_are_split_and_kept_whole():
+    from kg.pipeline import extract_all
+
+    found = _found("We evaluate on CIFAR10/100 and fine-tune SDXL-Turbo and GPT-4o mini.")
+    assert {("CIFAR10", "Dataset"), ("SDXL-Turbo", "Model"), ("GPT-4o mini", "Model")} <= found
+    corpus = resolve(extract_all([Paper(id="p", abstract="Results on CIFAR-10/100.")]))
+    assert {"dataset/cifar-10", "dataset/cifar-100"} <= set(corpus.entities)
+    assert all(not alias.isdigit() for e in corpus.entities.values() for alias in e.aliases)
+
+
+def test_acronym_long_forms_with_technique_heads_are_techniques_unless_proposed():
+    assert ("Empirical Risk Minimization", "Technique") in _found(
+        "Models trained with Empirical Risk Minimization (ERM) fail under shift.")
+    assert ("Contrastive Preference Learning", "Method") in _found(
+        "We propose Contrastive Preference Learning (CPL), a new algorithm.")
+
+
+def test_terms_the_vocabulary_lacks_are_kept_in_strong_contexts_only():
+    ex = Extractor().extract_one(Paper(id="p", title="Hierarchical Policy Learning for Robots",
+                                       abstract="We study keyframe interpolation control."))
+    assert ("Hierarchical Policy Learning", "Technique") in {
+        (c.span.text, c.type) for c in ex.candidates}
+    assert [c.span.text for c in ex.pending] == ["keyframe interpolation control"]
+
+
+def test_a_pending_term_is_kept_when_another_paper_of_the_run_uses_it():
+    from kg.pipeline import extract_all
+
+    papers = [Paper(id="a", abstract="We study keyframe interpolation control for arms."),
+              Paper(id="b", abstract="Robots benefit from keyframe interpolation control."),
+              Paper(id="c", abstract="Legged robots need torque interpolation control.")]
+    corpus = resolve(extract_all(papers))
+    term = "technique/keyframe-interpolation-control"
+    assert [term in r.entity_ids for r in corpus.results] == [True, True, False]
+    assert ("a", "usesTechnique", term) in {(r.subject, r.predicate, r.object)
+                                            for r in corpus.results[0].relations}
+    # Alone, a paper keeps no pending term: the run has no second paper using it.
+    alone = resolve(extract_all(papers[:1]))
+    assert term not in alone.results[0].entity_ids
+
+
+def test_negated_contrasted_and_prior_work_techniques_are_mentions_not_uses():
+    from kg.pipeline import extract_all
+
+    text = ("Existing methods rely on quantization, which hurts accuracy. Our approach requires "
+            "neither caching past activations nor pruning. It is faster than knowledge "
+            "distillation and uses low-rank adaptation.")
+    result = resolve(extract_all([Paper(id="p", abstract=text)])).results[0]
+    uses = {r.object for r in result.relations if r.predicate != "mentions"}
+    mentioned = {r.object for r in result.relations if r.predicate == "mentions"}
+    for only_mentioned in ("technique/quantization", "technique/caching", "technique/pruning",
+                           "technique/knowledge-distillation"):
+        assert only_mentioned in mentioned and only_mentioned not in uses, only_mentioned
+    assert "method/lora" in uses

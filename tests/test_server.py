@@ -6,10 +6,16 @@ The server runs in-process on an ephemeral port with its real worker processes.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from http.client import HTTPConnection
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -35,8 +41,9 @@ def graph_dir(seed_rdf_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def server(graph_dir):
+    # The concurrency tests' 20 clients all come from 127.0.0.1, one address: let them all wait.
     running = start_server(ServerConfig(graph=graph_dir / "graph.ttl", port=0, timeout=TIMEOUT,
-                                        max_results=MAX_RESULTS, workers=2))
+                                        max_results=MAX_RESULTS, workers=2, max_per_client=32))
     yield running
     running.stop()
 
@@ -167,17 +174,36 @@ def test_an_update_is_refused_with_403_and_changes_nothing(server):
     assert count_papers(client(server)) == 19
 
 
-def test_a_query_past_its_timeout_is_stopped_with_503_and_the_server_keeps_answering(server):
-    with ThreadPoolExecutor(2) as pool:
-        slow = pool.submit(http, f"{server.url}?{urllib.parse.urlencode({'query': SLOW})}")
+@pytest.fixture(scope="module")
+def uncached(graph_dir):
+    # No answer cache: every answer below must come from a worker, or the test proves nothing.
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT, workers=2,
+                                        cache_entries=0))
+    yield running
+    running.stop()
+
+
+def count_from_a_worker(running) -> int:
+    status, headers, body = http(f"{running.url}?{urllib.parse.urlencode({'query': PAPERS})}")
+    assert status == 200 and "X-KG-Cache" not in headers
+    return int(json.loads(body)["results"]["bindings"][0]["n"]["value"])
+
+
+def test_a_query_past_its_timeout_is_stopped_with_503_and_the_server_keeps_answering(uncached):
+    pool = uncached.httpd.pool
+    with ThreadPoolExecutor(2) as threads:
+        started = time.monotonic()
+        slow = threads.submit(http, f"{uncached.url}?{urllib.parse.urlencode({'query': SLOW})}")
         # While one worker is stuck, the other still answers.
-        assert count_papers(client(server)) == 19
-        status, _, body = slow.result()
-    assert status == 503
-    assert b"timeout" in body
-    assert server.httpd.pool.wait_idle()  # the killed worker is replaced
-    for _ in range(4):  # idle workers are taken in turn, so this reaches the new one too
-        assert count_papers(client(server)) == 19
+        assert count_from_a_worker(uncached) == 19
+        status, headers, body = slow.result()
+        waited = time.monotonic() - started
+    assert status == 503 and b"timeout" in body and headers["Retry-After"]
+    assert TIMEOUT <= waited < TIMEOUT + 30  # stopped at the timeout, not left to run
+    assert pool.wait_idle()  # the killed worker is replaced...
+    # ...and both workers answer: a stuck worker put back would hang one of these.
+    with ThreadPoolExecutor(2) as threads:
+        assert list(threads.map(lambda _: count_from_a_worker(uncached), range(6))) == [19] * 6
 
 
 def test_variables_can_be_bound_with_dollar_parameters_as_terms(server, seed_corpus):
@@ -262,3 +288,286 @@ def test_repeated_queries_come_from_the_cache_until_an_update_clears_it(graph_di
         assert "X-KG-Cache" not in third[1] and third[2] != first[2]
     finally:
         running.stop()
+
+
+# ---------------------------------------------------------------- SSRF, CORS, Host, Origin
+
+class _Recorder(BaseHTTPRequestHandler):
+    """A stand-in for any host the endpoint's machine can reach: it records every request."""
+
+    def do_GET(self) -> None:
+        self._answer()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._answer()
+
+    def _answer(self) -> None:
+        self.server.requests.append(self.path)  # type: ignore[attr-defined]
+        body = (b'{"head":{"vars":["s"]},"results":{"bindings":'
+                b'[{"s":{"type":"uri","value":"urn:from-the-remote-host"}}]}}')
+        self.send_response(200)
+        self.send_header("Content-Type", "application/sparql-results+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def remote():
+    """(base URL, list of request paths it received) of a second local HTTP server."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    httpd.requests = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/sparql", httpd.requests
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def service_query(url: str) -> str:
+    return f"SELECT ?s WHERE {{ SERVICE <{url}> {{ ?s ?p ?o }} }}"
+
+
+def test_a_service_query_is_refused_and_the_other_host_receives_nothing(server, remote):
+    url, requests = remote
+    query = service_query(url)
+    for status, _, body in (
+            http(f"{server.url}?{urllib.parse.urlencode({'query': query})}"),
+            http(server.url, urllib.parse.urlencode({"query": query}).encode(),
+                 {"Content-Type": "application/x-www-form-urlencoded"}),
+            http(server.url, query.replace("SERVICE", "service").encode(),
+                 {"Content-Type": "application/sparql-query"})):
+        assert status == 403
+        assert b"refused" in body and b"--allow-service" in body
+    bound = {"query": "SELECT * WHERE { SERVICE ?where { ?s ?p ?o } }", "$where": f"<{url}>"}
+    status, _, body = http(f"{server.url}?{urllib.parse.urlencode(bound)}")
+    assert status == 403 and b"variable" in body
+    time.sleep(0.2)  # nothing is in flight: a request, had one been sent, would be logged by now
+    assert requests == []
+
+
+def test_allow_service_lets_a_named_host_through(graph_dir, remote):
+    url, requests = remote
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT, workers=1,
+                                        allow_service=("127.0.0.1",)))
+    try:
+        status, _, body = http(f"{running.url}?"
+                               f"{urllib.parse.urlencode({'query': service_query(url)})}")
+        assert status == 200, body
+        assert json.loads(body)["results"]["bindings"][0]["s"]["value"] == \
+            "urn:from-the-remote-host"
+        assert len(requests) >= 1
+        other = service_query("http://localhost.invalid:1/sparql")
+        assert http(f"{running.url}?{urllib.parse.urlencode({'query': other})}")[0] == 403
+    finally:
+        running.stop()
+
+
+def test_kg_sparql_refuses_service_too_and_sends_nothing(graph_dir, remote):
+    url, requests = remote
+    proc = subprocess.run([sys.executable, "-m", "kg", "sparql", service_query(url), "--graph",
+                           str(graph_dir)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 5, proc.stderr
+    assert "SERVICE" in proc.stderr and "refused" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert requests == []
+
+
+def test_no_cross_origin_page_may_read_answers_by_default(server):
+    query = urllib.parse.urlencode({"query": PAPERS})
+    status, headers, _ = http(f"{server.url}?{query}", headers={"Origin": "http://evil.example"})
+    assert status == 200  # the query runs (a form could send it), but the page cannot read it
+    assert "Access-Control-Allow-Origin" not in headers
+    status, headers, _ = http(server.url, headers={"Origin": "http://evil.example",
+                                                   "Access-Control-Request-Method": "POST"})
+    assert "Access-Control-Allow-Origin" not in headers
+
+
+def test_cors_echoes_only_a_listed_origin_and_answers_its_preflight(graph_dir):
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT, workers=1,
+                                        cors=("http://localhost:3000",)))
+    try:
+        query = urllib.parse.urlencode({"query": PAPERS})
+        _, headers, _ = http(f"{running.url}?{query}",
+                             headers={"Origin": "http://localhost:3000"})
+        assert headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+        assert headers["Vary"] == "Origin"
+        _, headers, _ = http(f"{running.url}?{query}", headers={"Origin": "http://evil.example"})
+        assert "Access-Control-Allow-Origin" not in headers and headers["Vary"] == "Origin"
+
+        def preflight(origin):
+            request = urllib.request.Request(running.url, method="OPTIONS", headers={
+                "Origin": origin, "Access-Control-Request-Method": "POST"})
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return response.status, response.headers
+            except urllib.error.HTTPError as exc:
+                return exc.code, exc.headers
+
+        status, headers = preflight("http://localhost:3000")
+        assert status == 204 and "POST" in headers["Access-Control-Allow-Methods"]
+        assert headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+        status, headers = preflight("http://evil.example")
+        assert status == 403 and "Access-Control-Allow-Origin" not in headers
+    finally:
+        running.stop()
+
+
+def test_a_request_for_another_host_name_is_refused(server):
+    port = server.httpd.server_address[1]
+    query = f"{server.url}?{urllib.parse.urlencode({'query': PAPERS})}"
+    for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{port + 1}",
+                 f"localhost.evil.example:{port}"):
+        status, _, body = http(query, headers={"Host": host})
+        assert status == 421, host
+        assert b"DNS rebinding" in body and b"--allow-host" in body
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+        assert http(query, headers={"Host": host})[0] == 200, host
+
+
+def test_allow_host_accepts_a_named_host(graph_dir):
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT, workers=1,
+                                        allow_hosts=("kg.example.org",)))
+    try:
+        query = f"{running.url}?{urllib.parse.urlencode({'query': PAPERS})}"
+        assert http(query, headers={"Host": "kg.example.org"})[0] == 200
+        assert http(query, headers={"Host": "other.example.org"})[0] == 421
+    finally:
+        running.stop()
+
+
+def test_with_updates_on_cross_site_posts_and_remote_loads_are_refused(writable, remote):
+    url, requests = remote
+    port = writable.httpd.server_address[1]
+    insert = b"INSERT DATA { <urn:cross> <urn:site> <urn:post> }"
+    form = urllib.parse.urlencode({"update": insert.decode()}).encode()
+    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"},
+                    {"Sec-Fetch-Site": "cross-site"},
+                    {"Origin": f"http://localhost:{port + 1}", "Sec-Fetch-Site": "same-site"}):
+        status, _, body = http(writable.url, form,
+                               {"Content-Type": "application/x-www-form-urlencoded", **headers})
+        assert status == 403 and b"cross-site" in body, headers
+    ask = urllib.parse.urlencode({"query": "ASK { <urn:cross> ?p ?o }"})
+    assert json.loads(http(f"{writable.url}?{ask}")[2])["boolean"] is False
+    same = {"Content-Type": "application/sparql-update", "Origin": f"http://127.0.0.1:{port}",
+            "Sec-Fetch-Site": "same-origin"}
+    assert http(writable.url, insert, same)[0] == 204  # the query page's own POST
+    status, _, body = http(writable.url, f"LOAD <{url}>".encode(), same)
+    assert status == 403 and b"LOAD" in body
+    assert requests == []
+
+
+def test_a_bad_content_length_is_answered_400_not_a_traceback(server):
+    url = urllib.parse.urlsplit(server.url)
+    for value in ("abc", "-5", "1e3", " "):
+        conn = HTTPConnection(url.hostname, url.port, timeout=30)
+        conn.putrequest("POST", url.path)
+        conn.putheader("Content-Type", "application/sparql-query")
+        conn.putheader("Content-Length", value)
+        conn.endheaders()
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+        assert response.status == 400, value
+        assert b"Content-Length" in body
+    assert count_papers(client(server)) == 19
+
+
+# ---------------------------------------------------------------- fairness and memory
+
+def test_cheap_queries_keep_a_worker_while_runaway_queries_loop(graph_dir):
+    timeout = 2.0
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=timeout, workers=2,
+                                        cache_entries=0))
+    slow = f"{running.url}?{urllib.parse.urlencode({'query': SLOW})}"
+    try:
+        assert http(slow)[0] == 503  # it runs past the timeout once: now it is known heavy
+        assert running.httpd.pool.is_heavy(SLOW + "  # same query, other spacing")
+        assert running.httpd.pool.wait_idle()
+        stop = threading.Event()
+        answers: list[tuple[int, str | None]] = []
+
+        def loop() -> None:
+            for _ in range(4):  # bounded, whatever happens
+                if stop.is_set():
+                    return
+                status, headers, _ = http(slow)
+                answers.append((status, headers.get("Retry-After")))
+
+        loops = [threading.Thread(target=loop) for _ in range(3)]
+        for thread in loops:
+            thread.start()
+        time.sleep(0.5)  # the loops hold whatever workers they may
+        for n in range(5):
+            query = urllib.parse.urlencode({"query": f"ASK {{ ?s ?p {n} }}"})
+            started = time.monotonic()
+            status, _, body = http(f"{running.url}?{query}")
+            # Answered by the free worker, not after waiting out a runaway query's timeout.
+            assert status == 200, body
+            assert time.monotonic() - started < timeout / 2
+        stop.set()
+        for thread in loops:
+            thread.join(60)
+        assert answers and all(status == 503 and retry for status, retry in answers)
+    finally:
+        running.stop()
+
+
+def test_one_client_past_its_bound_gets_429_with_retry_after(graph_dir):
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=2.0, workers=2,
+                                        cache_entries=0, max_per_client=1))
+    try:
+        with ThreadPoolExecutor(1) as threads:
+            slow = threads.submit(http, f"{running.url}?{urllib.parse.urlencode({'query': SLOW})}")
+            time.sleep(0.5)
+            status, headers, body = http(f"{running.url}?"
+                                         f"{urllib.parse.urlencode({'query': PAPERS})}")
+            assert status == 429 and headers["Retry-After"] and b"--max-per-client" in body
+            assert slow.result()[0] == 503
+        assert running.httpd.pool.wait_idle()
+        assert http(f"{running.url}?{urllib.parse.urlencode({'query': PAPERS})}")[0] == 200
+    finally:
+        running.stop()
+
+
+def test_the_answer_cache_is_bounded_in_bytes(graph_dir):
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT, workers=1,
+                                        cache_entries=1000, cache_bytes=40_000))
+    pool = running.httpd.pool
+
+    def ask(n: int):
+        query = f"SELECT ?s ?p ?o WHERE {{ ?s ?p ?o }} ORDER BY ?s ?p ?o LIMIT {n}"
+        return http(f"{running.url}?{urllib.parse.urlencode({'query': query})}")
+
+    try:
+        sizes = []
+        for n in range(40, 60):  # answers of ~10 KB each: far more than 40 KB in all
+            status, headers, body = ask(n)
+            assert status == 200 and "X-KG-Cache" not in headers
+            sizes.append(len(body))
+            assert pool.cached_bytes <= 40_000
+        assert sum(sizes) > 4 * 40_000
+        assert "X-KG-Cache" not in ask(40)[1]  # the oldest answers were let go...
+        assert ask(59)[1]["X-KG-Cache"] == "hit"  # ...the newest kept
+        big = "SELECT * WHERE { ?s ?p ?o } LIMIT 2000"  # one answer over the whole bound
+        for _ in range(2):
+            status, headers, _ = http(f"{running.url}?{urllib.parse.urlencode({'query': big})}")
+            assert status == 200 and "X-KG-Cache" not in headers
+    finally:
+        running.stop()
+
+
+def test_stopping_the_server_kills_a_worker_busy_with_a_runaway_query(graph_dir):
+    running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=60.0, workers=1,
+                                        cache_entries=0))
+    worker = running.httpd.pool._idle.queue[0]  # the only worker
+    threading.Thread(target=http, daemon=True,
+                     args=(f"{running.url}?{urllib.parse.urlencode({'query': SLOW})}",)).start()
+    time.sleep(1.0)  # the query is running in the worker
+    assert worker.process.poll() is None
+    running.stop()
+    assert worker.process.wait(10) is not None  # not left burning a core after the server

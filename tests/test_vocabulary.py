@@ -64,3 +64,24 @@ def test_a_broken_vocabulary_file_is_reported_with_its_name(tmp_path):
     bad.write_text("this is not turtle")
     with pytest.raises(VocabularyError, match=r"bad\.ttl: not valid Turtle"):
         parse_vocabulary([bad])
+
+
+@pytest.mark.parametrize(("label", "type_"), [
+    # named models and named families are Models ...
+    ("LLaMA", "Model"), ("GPT-4", "Model"), ("ResNet-18", "Model"), ("BERT", "Model"),
+    ("CLIP", "Model"), ("Transformer", "Model"), ("Stable Diffusion", "Model"),
+    # ... generic classes of models are Techniques: they are what papers share ...
+    ("large language model", "Technique"), ("language model", "Technique"),
+    ("vision-language model", "Technique"), ("vision-language-action model", "Technique"),
+    ("graph neural network", "Technique"), ("diffusion model", "Technique"),
+    ("world model", "Technique"), ("convolutional neural network", "Technique"),
+    ("recurrent neural network", "Technique"), ("generative adversarial network", "Technique"),
+    ("autoencoder", "Technique"),
+    # ... and so are algorithm families; a named algorithm is a Method.
+    ("stochastic gradient descent", "Technique"), ("k-means", "Technique"),
+    ("classifier-free guidance", "Technique"), ("Adam", "Method"), ("PPO", "Method"),
+    ("DPO", "Method"), ("GPTQ", "Method"),
+])
+def test_the_vocabulary_applies_the_type_convention(label, type_):
+    index = load_vocabulary().label_index
+    assert {found.type for found in index.lookup(label)} == {type_}

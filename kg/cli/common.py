@@ -29,6 +29,10 @@ def input_options(func: Callable) -> Callable:
                      help="Column/key holding the abstract."),
         click.option("--encoding", default="utf-8-sig", show_default=True,
                      help="Text encoding of the inputs."),
+        click.option("--max-chars", type=click.IntRange(1, 999_999), default=100_000,
+                     show_default=True,
+                     help="Skip (and report) a record whose title and abstract are longer; "
+                          "extraction time grows faster than the length."),
         click.option("--strict", is_flag=True,
                      help="Fail (exit 3) when any record is skipped, instead of reporting it."),
         click.option("--workers", type=click.IntRange(1, 64), default=DEFAULT_WORKERS,
@@ -40,7 +44,7 @@ def input_options(func: Callable) -> Callable:
         kwargs["ingest"] = IngestOptions(
             format=kwargs.pop("input_format"), id_field=kwargs.pop("id_field"),
             title_field=kwargs.pop("title_field"), abstract_field=kwargs.pop("abstract_field"),
-            encoding=kwargs.pop("encoding"))
+            encoding=kwargs.pop("encoding"), max_chars=kwargs.pop("max_chars"))
         return func(**kwargs)
 
     functools.update_wrapper(wrapper, func)  # keeps options declared below this decorator

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from kg.cli.common import input_options, report_skips, show_progress
+from kg.errors import InputError
 
 
 @click.command()
@@ -32,22 +33,30 @@ def extract(inputs, ingest, strict, workers, fmt, output, spacy_model):
       kg extract papers.jsonl --format jsonl -o extraction.jsonl
       cat papers.csv | kg extract - --input-format csv --abstract-field summary
     """
+    from kg.exports import check_writable, replacing
     from kg.io import write_jsonl
     from kg.pipeline import run
 
+    if output != "-":
+        _refuse_own_input(Path(output), inputs)
+        check_writable(Path(output).parent)  # before the long part, not after it
     notices: list[str] = []
     corpus = run(inputs, strict=strict, workers=workers, progress=show_progress(),
                  options=ingest, notices=notices, trained_model=spacy_model)
     report_skips(corpus, notices)
-    out = sys.stdout if output == "-" else open(output, "w", encoding="utf-8")  # noqa: SIM115
-    try:
-        if fmt == "jsonl":
-            write_jsonl(corpus, out)
-        else:
-            _table(corpus, out)
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    write = write_jsonl if fmt == "jsonl" else _table
+    if output == "-":
+        write(corpus, sys.stdout)
+        return
+    with replacing(output) as tmp, tmp.open("w", encoding="utf-8", newline="") as out:
+        write(corpus, out)
+
+
+def _refuse_own_input(output: Path, inputs: tuple[str, ...]) -> None:
+    for item in inputs:
+        if item != "-" and Path(item).exists() and output.exists() and output.samefile(item):
+            raise InputError(f"-o {output}: is also an input; writing it would destroy what is "
+                             "being read; choose another output file")
 
 
 def _table(corpus, out) -> None:
@@ -73,22 +82,29 @@ def _table(corpus, out) -> None:
                    "(default: $KG_CORPORA, else a shared/corpora dir above the gold file).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-@click.option("-v", "--verbose", is_flag=True, help="List missed and spurious entities per paper.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="List missed and spurious entities (and relations) per paper.")
 @click.option("--fail-under", type=float, default=None,
               help="Exit 1 when overall F1 is below this value (for CI).")
-def eval_cmd(gold, corpora, fmt, verbose, fail_under):
+@click.option("--context", "context", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Also extract these inputs in the same run (e.g. the whole conference file), "
+                   "so corpus-level steps see a real corpus; only gold papers are scored.")
+def eval_cmd(gold, corpora, fmt, verbose, fail_under, context):
     """Score the extractor against an annotated gold set (precision, recall, F1).
 
     Matching is lenient (any surface form, per paper, same type); borderline gold entities are
-    neither misses nor false positives. Also scores "these two papers share a technique".
+    neither misses nor false positives. Also scores "these two papers share a technique", and,
+    when gold records carry "relations", each relation predicate (subject/object matched the
+    same lenient way; "paper" is the paper itself).
 
     \b
-    Example:
+    Examples:
       kg eval tests/data/dev-gold.jsonl -v
+      kg eval tests/data/corl-gold.jsonl --context CoRL_2024_Conference.tsv
     """
     from kg.evaluate import evaluate
 
-    report = evaluate(gold, corpora)
+    report = evaluate(gold, corpora, context)
     if fmt == "json":
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
@@ -99,11 +115,21 @@ def eval_cmd(gold, corpora, fmt, verbose, fail_under):
             click.echo(f"{name:<10} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} "
                        f"{c.tp:5d} {c.fn:5d} {c.fp:5d}")
         click.echo("(pairs = paper pairs sharing a technique)")
+        if report.per_predicate:
+            click.echo(f"\n{'relation':<14} {'P':>6} {'R':>6} {'F1':>6} {'TP':>5} {'FN':>5} "
+                       f"{'FP':>5}")
+            for name, c in [*report.per_predicate.items(), ("overall", report.relations)]:
+                click.echo(f"{name:<14} {c.precision:6.3f} {c.recall:6.3f} {c.f1:6.3f} "
+                           f"{c.tp:5d} {c.fn:5d} {c.fp:5d}")
+            click.echo("(relation overall = micro average over every predicate but mentions)")
         if verbose:
+            keys = ("missed", "spurious", "missed_relations", "spurious_relations")
             for paper in report.errors:
-                if paper["missed"] or paper["spurious"]:
+                if any(paper.get(k) for k in keys):
                     click.echo(f"\n{paper['paper']}")
-                    click.echo("  missed:   " + "; ".join(paper["missed"]))
-                    click.echo("  spurious: " + "; ".join(paper["spurious"]))
+                    for k in keys:
+                        if k in paper:
+                            click.echo(f"  {k.replace('_', ' ') + ':':<20}"
+                                       + "; ".join(paper[k]))
     if fail_under is not None and report.overall.f1 < fail_under:
         raise click.ClickException(f"overall F1 {report.overall.f1:.3f} < {fail_under}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from kg.cli.common import input_options, report_skips, show_progress
-from kg.errors import InputError, KgError, QueryError
+from kg.errors import InputError, KgError
 
 RESULT_FORMATS = ("table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "jsonld")
 
@@ -31,6 +31,9 @@ def build(inputs, ingest, strict, workers, out_dir, top, html):
     Runs ingest → extract → resolve and writes, deterministically (byte-identical on re-run):
     graph.ttl, graph.nt (sorted N-Triples), graph.jsonld, graph.graphml, nodes.csv, edges.csv,
     extraction.jsonl and graph.html (the offline interactive view; ``--no-html`` skips it).
+    Each file is replaced whole; build.json, written last, records the files, inputs and counts,
+    and commands reading the directory refuse it when the record is missing or does not match.
+    Files of an earlier build that this one does not write are removed.
     A summary goes to stdout; skipped records to stderr.
 
     \b
@@ -40,26 +43,23 @@ def build(inputs, ingest, strict, workers, out_dir, top, html):
       kg build exports/extraction.jsonl -o exports2/   # re-export without re-extracting
     """
     from kg import analysis
-    from kg.io import write_jsonl
+    from kg.exports import check_writable, write_exports
     from kg.pipeline import load_corpus
-    from kg.rdf import write_rdf
 
+    check_writable(out_dir)  # before the long part, not after it
     notices: list[str] = []
     corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
                          options=ingest, notices=notices)
     report_skips(corpus, notices)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = write_rdf(corpus, out_dir)
-    analysis.write_graphml(corpus, out_dir / "graph.graphml")
-    analysis.write_csv(corpus, out_dir / "nodes.csv", out_dir / "edges.csv")
-    with (out_dir / "extraction.jsonl").open("w", encoding="utf-8", newline="") as fh:
-        write_jsonl(corpus, fh)
-    if html:
-        from kg.viz import write_viz
+    on_step = None
+    if show_progress():
+        from kg.progress import step
 
-        viz = write_viz(corpus, out_dir / "graph.html")
-    with paths["nt"].open("rb") as fh:
-        triples = sum(1 for _ in fh)
+        def on_step(name: str) -> None:
+            step(f"writing {name}" if "." in name else f"making {name}")
+
+    record = write_exports(corpus, out_dir, html=html, inputs=inputs, on_step=on_step)
+    triples = record.counts["triples"]
 
     types = Counter(e.type for e in corpus.entities.values())
     predicates = Counter(r.predicate for r in corpus.relations())
@@ -77,9 +77,9 @@ def build(inputs, ingest, strict, workers, out_dir, top, html):
     echo(f"skipped records: {len(corpus.skipped)}")
     echo(f"wrote {out_dir}/: graph.ttl ({triples} triples), graph.nt, graph.jsonld, "
          "graph.graphml, nodes.csv, edges.csv, extraction.jsonl"
-         + (", graph.html" if html else ""))
-    if html and viz.notice:
-        echo(f"graph.html: {viz.notice}")
+         + (", graph.html" if html else "") + ", build.json")
+    for notice in record.notices:
+        echo(notice)
 
 
 @click.command()
@@ -98,9 +98,27 @@ def validate(graph, shapes, limit):
       kg validate exports/graph.ttl
       kg validate exports/ --shapes my-shapes.ttl
     """
+    import contextlib
+
     from kg.rdf import validate_graph
 
-    violations = validate_graph(graph, shapes)
+    with contextlib.ExitStack() as stack:
+        on_step = on_check = None
+        if show_progress():
+            from kg.progress import Progress, step
+
+            bars: list = []
+
+            def on_step(name: str) -> None:
+                step(name)
+
+            def on_check(done: int, total: int) -> None:
+                if not bars:
+                    bars.append(stack.enter_context(Progress(total, "checking shapes",
+                                                             unit="checks")))
+                bars[0].update(1)
+
+        violations = validate_graph(graph, shapes, on_step=on_step, on_check=on_check)
     if not violations:
         click.echo(f"{graph}: conforms to the shapes (0 violations)")
         return
@@ -114,7 +132,7 @@ def validate(graph, shapes, limit):
 
 def _read_query(query: str) -> str:
     """QUERY as given: a file, else a saved query's name (sparql/NAME.rq), else SPARQL text."""
-    from kg.server import saved_queries
+    from kg.sparql import saved_queries
 
     path = Path(query)
     if "\n" not in query and path.is_file():
@@ -151,30 +169,25 @@ def sparql(query, graph, fmt, binds, max_results):
       kg sparql papers-sharing-technique --bind technique=quantization
       kg sparql 'SELECT (COUNT(*) AS ?n) WHERE { ?p a kg:Paper }' --format json
     """
-    import pyoxigraph as ox
-
-    from kg.rdf import parse_binding
-    from kg.server import execute_query, load_store
+    from kg.sparql import execute_query, load_store, substitutions
 
     text = _read_query(query)
-    substitutions = {}
+    bindings = {}
     for bind in binds:
         name, sep, value = bind.partition("=")
         name = name.strip().lstrip("?$")
         if not sep or not name:
-            raise QueryError(f"--bind {bind!r}: write it as NAME=VALUE")
-        substitutions[ox.Variable(name)] = parse_binding(value)
+            raise InputError(f"--bind {bind!r}: write it as NAME=VALUE")
+        bindings[name] = value
+    try:  # a malformed value is bad input (exit 2), found before the graph is loaded
+        subs = substitutions(bindings)
+    except InputError as exc:
+        raise InputError(f"--bind: {exc}") from exc
     store = load_store(graph)
     requested = "json" if fmt == "table" else fmt
-    try:
-        out = execute_query(store, text, requested=requested, max_results=max_results or 2**62,
-                            substitutions=substitutions or None)
-    except SyntaxError as exc:
-        raise QueryError(f"malformed query: {exc}") from exc
-    except RuntimeError as exc:  # e.g. a --bind variable the query does not project
-        raise QueryError(f"{exc}; a --bind variable must appear in the SELECT clause") from exc
-    except OSError as exc:
-        raise QueryError(f"query failed: {exc}") from exc
+    # SERVICE is refused here too: `kg sparql` never sends a request anywhere.
+    out = execute_query(store, text, requested=requested, max_results=max_results or 2**62,
+                        substitutions=subs)
     if fmt == "table" and out.kind == "results":
         _print_table(json.loads(out.body))
     else:
@@ -236,17 +249,35 @@ def _print_table(doc: dict) -> None:
               help="Query worker processes (each holds the graph in memory).")
 @click.option("--cache-entries", type=click.IntRange(0), default=256, show_default=True,
               help="Answers to identical queries kept in memory (cleared by any update); 0: off.")
-def serve(graph, host, port, timeout, max_results, allow_update, workers, cache_entries):
+@click.option("--cache-bytes", type=click.IntRange(0), default=64 << 20, show_default=True,
+              help="Bytes of answers (and their query text) the cache may hold at most.")
+@click.option("--max-per-client", type=click.IntRange(0), default=16, show_default=True,
+              help="Queries one client address may have waiting or running (429 beyond); 0: "
+                   "no bound.")
+@click.option("--allow-service", "allow_service", multiple=True, metavar="HOST[:PORT]",
+              help="Let SERVICE (and, with --allow-update, LOAD) reach this host (repeatable); "
+                   "by default the endpoint never sends a request anywhere.")
+@click.option("--cors", multiple=True, metavar="ORIGIN",
+              help="Let web pages from ORIGIN (e.g. http://localhost:3000) read answers "
+                   "(repeatable); by default no cross-origin page can.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also accept requests whose Host header is NAME (repeatable; e.g. behind a "
+                   "reverse proxy). By default only the bound address and loopback names.")
+def serve(graph, host, port, timeout, max_results, allow_update, workers, cache_entries,
+          cache_bytes, max_per_client, allow_service, cors, allow_hosts):
     """Serve a graph as a read-only SPARQL 1.1 endpoint at http://HOST:PORT/sparql.
 
     GET/POST query=…, application/sparql-query bodies; SELECT/ASK as SPARQL JSON, XML, CSV or
     TSV, CONSTRUCT/DESCRIBE as Turtle, N-Triples or JSON-LD (Accept header or ?format=).
-    A query page is at /. UPDATE is refused (403) unless --allow-update.
+    A query page is at /. UPDATE is refused (403) unless --allow-update; SERVICE is refused
+    (403) unless --allow-service names the host; requests for another Host name are refused
+    (421); no cross-origin page may read answers unless --cors names its origin.
 
     \b
     Examples:
       kg serve exports/
       kg serve exports/graph.ttl --port 8000 --timeout 5 --max-results 1000
+      kg serve exports/ --cors http://localhost:3000 --allow-service query.wikidata.org
     """
     from kg.server import ServerConfig
     from kg.server import serve as run_server
@@ -256,4 +287,6 @@ def serve(graph, host, port, timeout, max_results, allow_update, workers, cache_
                    "machines", err=True)
     run_server(ServerConfig(graph=graph, host=host, port=port, timeout=timeout,
                             max_results=max_results, allow_update=allow_update, workers=workers,
-                            cache_entries=cache_entries))
+                            cache_entries=cache_entries, cache_bytes=cache_bytes,
+                            max_per_client=max_per_client, allow_service=tuple(allow_service),
+                            cors=tuple(cors), allow_hosts=tuple(allow_hosts)))

@@ -68,19 +68,39 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
       kg neo4j load examples/iclr2025-seed.txt --uri bolt://127.0.0.1:7687 --user neo4j
       NEO4J_PASSWORD=secret kg neo4j load exports/
     """
-    from kg.neo4j_store import load
+    import contextlib
+
+    from kg.neo4j_store import connect, load
     from kg.pipeline import load_corpus
 
-    notices: list[str] = []
-    corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
-                         options=ingest, notices=notices)
-    report_skips(corpus, notices)
+    tty = show_progress()
+    if tty:
+        from kg.progress import Progress, step
 
-    def on_retry(batch, exc) -> None:
-        click.echo(f"warning: {batch.describe()} failed ({exc}); retrying once", err=True)
+        step(f"connecting to Neo4j at {conn.uri}")
+    # Server and password are checked before the (long) reading and extraction, not after.
+    driver = connect(conn)
+    try:
+        notices: list[str] = []
+        corpus = load_corpus(inputs, strict=strict, workers=workers, progress=tty,
+                             options=ingest, notices=notices)
+        report_skips(corpus, notices)
 
-    report = load(corpus, conn, papers_per_batch=batch_size, tx_timeout=tx_timeout,
-                  on_retry=on_retry)
+        def on_retry(batch, exc) -> None:
+            click.echo(f"warning: {batch.describe()} failed ({exc}); retrying once", err=True)
+
+        with contextlib.ExitStack() as stack:
+            on_batch = None
+            if tty:
+                bar = stack.enter_context(Progress(len(corpus), "loading into Neo4j"))
+
+                def on_batch(batch) -> None:
+                    bar.update(len(batch.papers))
+
+            report = load(corpus, conn, papers_per_batch=batch_size, tx_timeout=tx_timeout,
+                          on_retry=on_retry, on_batch=on_batch, driver=driver)
+    finally:
+        driver.close()
     click.echo(report.summary())
 
 
@@ -204,9 +224,11 @@ def export(inputs, ingest, strict, workers, fmt, output):
       kg export examples/iclr2025-seed.txt --format cypher
       kg export exports/ --format neo4j-admin -o exports/
     """
+    from kg.exports import check_writable
     from kg.neo4j_store import write_admin_csvs, write_cypher_script
     from kg.pipeline import load_corpus
 
+    check_writable(output)  # before the long part, not after it
     notices: list[str] = []
     corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
                          options=ingest, notices=notices)

@@ -1,0 +1,41 @@
+"""Extraction: a spaCy pipeline (no model download) that finds typed mentions and relations.
+
+``spacy.blank("en")`` with a regex tokenizer and kg's components (``nlp``), then one module per
+rule family, each returning candidates:
+
+- ``vocabulary`` — phrase matching of every SKOS label in ``ontology/vocab`` (case-insensitive,
+  case-sensitive for short acronyms; plural and hyphen/space variants), plus versioned names
+  built on a known family (``LLaMA-2-7B`` → Llama 2, ``ResNet18`` → ResNet-18);
+- ``acronyms`` — long form ↔ short form pairs ("Rotated Runtime Smooth (RRS)");
+- ``proposals`` — names a paper introduces ("we propose X", "X, a novel …", "dubbed X");
+- ``names`` — model, dataset and hardware names from context ("on the X benchmark", "X-7B");
+- ``tasks`` — task-shaped noun phrases;
+- ``select`` — the best non-overlapping candidates; ``links`` — the relations.
+
+The word lists all rules share live in ``words``, the text helpers in ``text``.
+
+>>> from kg.model import Paper
+>>> ex = Extractor().extract_one(Paper(id="p", abstract="We propose FooNet, a novel method. "
+...     "FooNet uses INT4 quantization and runs on A100 GPUs."))
+>>> sorted({(c.span.text, c.type) for c in ex.candidates})[:3]
+[('A100 GPUs', 'Hardware'), ('FooNet', 'Method'), ('INT4 quantization', 'Technique')]
+"""
+
+from kg.extract.extractor import Extractor, relabel
+from kg.extract.nlp import RegexTokenizer, build_pipeline
+from kg.extract.text import (
+    clean_text,
+    is_acronym_like,
+    label_key,
+    match_key,
+    sentence_offsets,
+    singular,
+    singular_phrase,
+)
+from kg.extract.vocabulary import LabelIndex
+
+__all__ = [
+    "Extractor", "LabelIndex", "RegexTokenizer", "build_pipeline", "clean_text",
+    "is_acronym_like", "label_key", "match_key", "relabel", "sentence_offsets", "singular",
+    "singular_phrase",
+]

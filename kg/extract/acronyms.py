@@ -1,0 +1,137 @@
+"""The acronym rule: long form ↔ short form pairs (Schwartz & Hearst 2003).
+
+"Rotated Runtime Smooth (RRS)" gives the long form and the short form, typed by the vocabulary
+when it knows the long form, else by the long form's head word.
+
+>>> _type_of_long_form("Rotated Runtime Smooth", proposing=True)
+'Method'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from kg.extract.document import Document
+from kg.extract.text import singular, singular_phrase
+from kg.extract.vocabulary import LabelIndex, _Label
+from kg.extract.words import (
+    ACRONYM_PAREN,
+    GENERIC_HEADS,
+    HEAD_TYPES,
+    PROPOSE_WORD,
+    WORD,
+)
+from kg.model import Candidate
+
+
+def _find_long_form(words: list[re.Match], short: str) -> int | None:
+    """Schwartz & Hearst: index of the first word of the long form ending before '('."""
+    letters = [ch.lower() for ch in short if ch.isalnum()]
+    if not letters or not short[0].isalnum():
+        return None
+    limit = min(len(letters) + 5, len(letters) * 2)
+    candidate_words = words[-limit:]
+    text = " ".join(w.group(0) for w in candidate_words).lower()
+    s_i, l_i = len(letters) - 1, len(text) - 1
+    while s_i >= 0:
+        ch = letters[s_i]
+        while l_i >= 0 and (text[l_i] != ch or (s_i == 0 and l_i > 0 and text[l_i - 1].isalnum())):
+            l_i -= 1
+        if l_i < 0:
+            return None
+        s_i -= 1
+        l_i -= 1
+    first_char = l_i + 1
+    # map char position back to a word index
+    pos = 0
+    for i, w in enumerate(candidate_words):
+        if pos <= first_char < pos + len(w.group(0)) + 1:
+            offset = len(words) - len(candidate_words)
+            if len(candidate_words) - i > 1 + len(letters) * 2:
+                return None
+            return offset + i
+        pos += len(w.group(0)) + 1
+    return None
+
+
+def acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> list[Candidate]:
+    """Both forms of each defined acronym; ``prior`` holds the vocabulary's candidates."""
+    out: list[Candidate] = []
+    for match in ACRONYM_PAREN.finditer(d.text):
+        short = match.group(1)
+        if not any(ch.isupper() for ch in short) or len(short) < 2 or short.isdigit():
+            continue
+        sent = next(((s, e) for s, e in d.sentences if s <= match.start() < e), None)
+        if sent is None:
+            continue
+        before = list(WORD.finditer(d.text, sent[0], match.start()))
+        if not before:
+            continue
+        first = _find_long_form(before, short)
+        if first is None:
+            continue
+        lf_start, lf_end = before[first].start(), before[-1].end()
+        long_form = d.text[lf_start:lf_end]
+        if long_form.lower() == short.lower() or len(long_form) <= len(short):
+            continue
+        sf_start = match.start(1)
+        sf_span = d.span(sf_start, sf_start + len(short))
+        lf_span = d.span(lf_start, lf_end)
+        labels = index.lookup(long_form) or index.lookup(singular_phrase(long_form))
+        if not labels:
+            labels = [lab for lab in _labels_in(prior, lf_start, lf_end)]
+        if labels:
+            for label in labels:
+                out.append(Candidate(sf_span, label.type, "acronym-definition",
+                                              label.concept, 0.85, long_form=long_form))
+            continue
+        long_form, lf_end = _trim_generic_head(long_form, short, lf_start)
+        lf_span = d.span(lf_start, lf_end)
+        sentence = d.text[sent[0]:sent[1]]
+        type_ = _type_of_long_form(long_form, bool(PROPOSE_WORD.search(sentence)))
+        if type_ is None:
+            continue
+        out.append(Candidate(lf_span, type_, "acronym-definition", None, 0.8))
+        out.append(Candidate(sf_span, type_, "acronym-definition", None, 0.8,
+                                      long_form=long_form))
+    return out
+
+
+
+def _labels_in(prior: Sequence[Candidate], start: int, end: int) -> list[_Label]:
+    """Vocabulary candidates spanning exactly [start, end)."""
+    return [_Label(c.concept, c.type) for c in prior
+            if c.concept and c.span.start == start and c.span.end == end]
+
+
+
+def _trim_generic_head(long_form: str, short: str, start: int) -> tuple[str, int]:
+    """"Few-shot Attention Intervention method (FAI)" → drop "method", which FAI does not spell."""
+    words = long_form.split(" ")
+    last = words[-1]
+    if len(words) > 2 and singular(last).lower() in GENERIC_HEADS and \
+            short[-1:].lower() != last[:1].lower():
+        long_form = " ".join(words[:-1])
+    return long_form, start + len(long_form)
+
+
+def _type_of_long_form(long_form: str, proposing: bool) -> str | None:
+    words = long_form.split()
+    head = singular(words[-1]).lower()
+    by_head = HEAD_TYPES.get(head)
+    significant = [w for w in words if w.lower() not in ("of", "with", "for", "and", "the", "in",
+                                                          "on", "to", "via", "from", "a")]
+    title_case = len(words) >= 2 and all(w[:1].isupper() for w in significant)
+    # A Title Case long form is a named method unless its head says task/dataset/metric.
+    if title_case and by_head in (None, "Model"):
+        return "Method" if by_head is None else "Model"
+    if title_case and by_head == "Technique":
+        # "Empirical Risk Minimization (ERM)" names a technique; one the paper proposes is
+        # its method ("we propose Contrastive Preference Learning (CPL)").
+        return "Method" if proposing else "Technique"
+    if by_head:
+        return by_head
+    if head in GENERIC_HEADS:
+        return "Method"
+    return "Method" if proposing and title_case else None

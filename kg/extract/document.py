@@ -1,0 +1,44 @@
+"""What every rule reads about one paper: the text, its sentences and its name tokens.
+
+>>> from kg.model import Paper
+>>> doc = Document.of(Paper(id="p", abstract="We use LLaMA-2. It works."))
+>>> doc.sentence_of(8).text, [m.group(0) for m in doc.names]
+('We use LLaMA-2.', ['LLaMA-2'])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kg.extract.text import clean_text, sentence_offsets
+from kg.extract.words import MARKED_NAME, is_name_token
+from kg.model import Paper, Span
+
+
+@dataclass(frozen=True)
+class Document:
+    """A paper as the rules see it. ``text`` is the cleaned text (same length as the paper's
+    text, so offsets agree); spans and evidence are always cut from the paper's own text."""
+
+    paper: Paper
+    text: str
+    sentences: tuple[tuple[int, int], ...]
+    names: tuple[re.Match, ...]  # name tokens with a digit or an inner capital
+
+    @classmethod
+    def of(cls, paper: Paper, text: str | None = None,
+           sentences: list[tuple[int, int]] | None = None) -> Document:
+        text = clean_text(paper.text) if text is None else text
+        return cls(paper, text, tuple(sentences or sentence_offsets(text)),
+                   tuple(m for m in MARKED_NAME.finditer(text) if is_name_token(m.group(0))))
+
+    def sentence_of(self, pos: int) -> Span:
+        for start, end in self.sentences:
+            if start <= pos < end:
+                return Span(self.paper.text[start:end], start, end)
+        start, end = self.sentences[-1] if self.sentences else (0, len(self.text))
+        return Span(self.paper.text[start:end], start, end)
+
+    def span(self, start: int, end: int) -> Span:
+        return Span(self.paper.text[start:end], start, end)

@@ -1,0 +1,90 @@
+"""The Extractor: the spaCy pipeline, then each rule family in turn, then selection and links.
+
+>>> from kg.model import Paper
+>>> ex = Extractor().extract_one(Paper(id="p", abstract="We propose FooNet, a novel method. "
+...     "FooNet uses INT4 quantization and runs on A100 GPUs."))
+>>> sorted({(c.span.text, c.type) for c in ex.candidates})[:3]
+[('A100 GPUs', 'Hardware'), ('FooNet', 'Method'), ('INT4 quantization', 'Technique')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+
+from kg.extract.acronyms import acronyms
+from kg.extract.document import Document
+from kg.extract.links import links
+from kg.extract.names import context_names, list_types, trained_candidates
+from kg.extract.nlp import build_pipeline, load_trained
+from kg.extract.proposals import proposals, retype_acronyms
+from kg.extract.select import inside_new_names, propagate, select
+from kg.extract.tasks import task_phrases
+from kg.extract.terms import term_candidates
+from kg.extract.text import clean_text
+from kg.extract.vocabulary import coordinated_names, versioned_names
+from kg.model import Extraction, Paper
+from kg.vocab import Vocabulary, load_vocabulary
+
+
+class Extractor:
+    """Builds the spaCy pipeline once; ``extract`` streams papers through it.
+
+    ``trained_model`` names an installed spaCy pipeline (e.g. ``en_core_web_sm``) whose entity
+    recogniser may add candidates; the default needs none.
+    """
+
+    def __init__(self, vocab: Vocabulary | None = None, trained_model: str | None = None) -> None:
+        self.vocab = vocab or load_vocabulary()
+        self.index = self.vocab.label_index
+        self.nlp = build_pipeline(self.vocab)
+        self.ner = load_trained(trained_model) if trained_model else None
+
+    def extract(self, papers: Iterable[Paper], batch_size: int = 64) -> Iterator[Extraction]:
+        """One Extraction per paper, in order."""
+        papers = list(papers) if not isinstance(papers, list) else papers
+        texts = [clean_text(p.text) for p in papers]
+        docs = self.nlp.pipe(texts, batch_size=batch_size)
+        for paper, text, doc in zip(papers, texts, docs, strict=True):
+            yield self._finish(paper, text, doc)
+
+    def extract_one(self, paper: Paper) -> Extraction:
+        return next(self.extract([paper]))
+
+    def _finish(self, paper: Paper, text: str, doc) -> Extraction:
+        # ``text`` is the cleaned text the doc was made from (Doc.text re-joins every token).
+        d = Document.of(paper, text, doc.user_data.get("kg_sentences"))
+        found = list(doc.user_data.get("kg_candidates", []))
+        found += versioned_names(self.index, list(d.names), text)
+        found += coordinated_names(self.index, text)
+        found += acronyms(self.index, d, found)
+        proposed = proposals(self.index, d, found)
+        found = retype_acronyms([*found, *proposed.candidates], proposed.types)
+        found += context_names(self.index, d)
+        found += task_phrases(d, found)
+        terms = term_candidates(d, found)
+        found += [c for c, strong in terms if strong]
+        if self.ner is not None:
+            found += trained_candidates(self.ner, d)
+        chosen = select(found)
+        chosen = propagate(d, chosen)
+        chosen = inside_new_names(found, chosen)
+        chosen = list_types(chosen, text)
+        found_links = links(d, chosen, proposed.proposed)
+        # Rules read the cleaned text; a mention's text is always the paper's own
+        # ("k$-means", not "k -means"), whichever process extracted it.
+        chosen = [replace(c, span=d.span(c.span.start, c.span.end)) for c in chosen]
+        pending = [c for c, strong in terms if not strong and not any(
+            o.span.start < c.span.end and c.span.start < o.span.end for o in chosen)]
+        return Extraction(paper, tuple(chosen), tuple(found_links), proposed.label, d.sentences,
+                          tuple(pending))
+
+
+def relabel(paper: Paper, extraction: Extraction) -> Paper:
+    """An untitled paper's label from what it proposes ("LOTOS: a new training paradigm…")."""
+    if paper.title or not extraction.label:
+        return paper
+    label = " ".join(extraction.label.split())
+    if len(label) > 90:
+        label = label[:89].rsplit(" ", 1)[0] + "…"
+    return replace(paper, label=label)

@@ -1,0 +1,130 @@
+"""Links: the relations of a paper to what it mentions, and between the entities it names.
+
+A paper *proposes* its new names; each other entity gets the predicate of its type
+(``PREDICATE_FOR_TYPE``), with the first sentence that shows a use or evaluation cue as its
+evidence; "outperforms" and "extends" join entities inside one sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Set
+
+from kg.extract.document import Document
+from kg.extract.text import label_key
+from kg.extract.words import (
+    EVAL_CUE,
+    EXTEND,
+    NOT_USED_BEFORE,
+    OUTPERFORM,
+    PRIOR_WORK_BEFORE,
+    PRIOR_WORK_SENTENCE,
+    USE_CUE,
+)
+from kg.model import PREDICATE_FOR_TYPE, Candidate, Link
+
+
+def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> list[Link]:
+    """The links of one paper; ``proposed_names`` are the label keys of the names it proposes."""
+    out: list[Link] = []
+    proposed: set[int] = set()
+    for key in sorted(proposed_names):
+        first = next((i for i, c in enumerate(chosen) if key in
+                      (label_key(c.span.text), label_key(c.long_form or ""))), None)
+        if first is not None:
+            proposed.add(first)
+    proposed_keys = {label_key(chosen[i].long_form or chosen[i].span.text) for i in proposed} | \
+        {label_key(chosen[i].span.text) for i in proposed}
+    for i in proposed:
+        c = chosen[i]
+        out.append(Link(None, "proposes", i, d.sentence_of(c.span.start), "propose-cue", 0.85))
+    not_used = _not_used(d, chosen)
+    first_of: dict[tuple, int] = {}
+    for i, c in enumerate(chosen):
+        key = (c.type, c.concept or label_key(c.long_form or c.span.text))
+        first_of.setdefault(key, i)
+    for key, first in sorted(first_of.items(), key=lambda kv: kv[1]):
+        i = first
+        c = chosen[i]
+        is_proposed = i in proposed or label_key(c.span.text) in proposed_keys or \
+            label_key(c.long_form or "") in proposed_keys
+        if is_proposed:
+            continue
+        predicate = PREDICATE_FOR_TYPE[c.type]
+        cue = USE_CUE if predicate in ("usesTechnique", "usesModel", "runsOn") else EVAL_CUE
+        same = [j for j, o in enumerate(chosen)
+                if (o.type, o.concept or label_key(o.long_form or o.span.text)) == key]
+        reasons = [not_used[j] for j in same]
+        if all(reasons):
+            # Only negated, contrasted or prior work: the paper mentions it, it does not use it.
+            out.append(Link(None, "mentions", i, d.sentence_of(c.span.start),
+                            f"mentions:{reasons[0]}", 0.7))
+            continue
+        same = [j for j in same if not not_used[j]]
+        i = same[0]
+        best = next((j for j in same if cue.search(d.sentence_of(chosen[j].span.start).text)),
+                    None)
+        j = best if best is not None else i
+        evidence = d.sentence_of(chosen[j].span.start)
+        confidence = round(min(c.confidence, 0.9 if best is not None else 0.6), 2)
+        out.append(Link(None, predicate, j, evidence,
+                          f"{predicate}:{'cue' if best is not None else 'mention'}", confidence))
+    # outperforms / extends inside one sentence: proposed (or first Method) → later entity
+    for start, end in d.sentences:
+        sentence = d.text[start:end]
+        in_sent = [i for i, c in enumerate(chosen) if start <= c.span.start < end]
+        for regex, predicate in ((OUTPERFORM, "outperforms"), (EXTEND, "extends")):
+            m = regex.search(sentence)
+            if not m:
+                continue
+            pivot = start + m.start()
+            subjects = [i for i in in_sent if chosen[i].span.end <= pivot
+                        and chosen[i].type in ("Method", "Model")]
+            subject = subjects[-1] if subjects else next(iter(sorted(proposed)), None)
+            if subject is None:
+                continue
+            for j in in_sent:
+                o = chosen[j]
+                # Baselines and what a method builds on may be techniques ("extends test-time
+                # augmentation", "outperforms fine-tuning").
+                if o.span.start < start + m.end() or o.type not in ("Method", "Model",
+                                                                     "Technique"):
+                    continue
+                gap = d.text[start + m.end():o.span.start]
+                # "outperforms X on/in/with Y": Y is where, not whom.
+                if re.search(r"\b(?:in|on|across|using|for|with|of|at|by|under)\b", gap) or \
+                        label_key(o.span.text) == label_key(chosen[subject].span.text):
+                    continue
+                out.append(Link(subject, predicate, j, d.span(start, end), f"{predicate}-cue",
+                                  0.7))
+                if predicate == "extends":
+                    break
+    return out
+
+
+
+def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
+    """Per candidate: why this occurrence is not a use ("negated", "contrasted", "prior-work")
+    or None. Tasks and metrics are what a paper addresses and measures: never discounted."""
+    out: list[str | None] = []
+    title_end = len(d.paper.title) if d.paper.title else -1
+    for k, c in enumerate(chosen):
+        reason = None
+        if c.type not in ("Task", "Metric") and c.span.start > title_end:
+            sentence = d.sentence_of(c.span.start)
+            window = d.text[max(sentence.start, c.span.start - 80):c.span.start]
+            cue = NOT_USED_BEFORE.search(window)
+            if cue:
+                reason = "contrasted" if re.match(
+                    r"(?i)unlike|in\s+contrast|as\s+opposed|contrary|compared|in\s+comparison|"
+                    r"than|rather|instead|alternative|replac", cue.group(0).strip()) \
+                    else "negated"
+            elif k and out[k - 1] and re.fullmatch(
+                    r"\s*(?:,|and|or|nor|, and|, or)\s*",
+                    d.text[chosen[k - 1].span.end:c.span.start]):
+                reason = out[k - 1]  # "without caching or quantization"
+            elif PRIOR_WORK_SENTENCE.search(d.text[sentence.start:sentence.end]) or \
+                    PRIOR_WORK_BEFORE.search(d.text[sentence.start:c.span.start]):
+                reason = "prior-work"
+        out.append(reason)
+    return out

@@ -1,0 +1,89 @@
+"""The context-name rule: model, dataset and hardware names no vocabulary can know, typed by
+their context ("on the X benchmark", "X-7B", "X GPUs"), and coined CamelCase names.
+
+>>> from kg.model import Paper
+>>> from kg.vocab import load_vocabulary
+>>> doc = Document.of(Paper(id="p", abstract="We train Zeta-7B on the Omega3 benchmark."))
+>>> [(c.span.text, c.type) for c in context_names(LabelIndex(load_vocabulary()), doc)]
+[('Zeta-7B', 'Model'), ('Omega3', 'Dataset')]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from kg.extract.document import Document
+from kg.extract.vocabulary import LabelIndex
+from kg.extract.words import (
+    CAMEL,
+    CAMEL_STOP,
+    DATASET_AFTER,
+    DATASET_BEFORE,
+    HARDWARE_CONTEXT,
+    MODEL_AFTER,
+    NUMBER_FORMAT,
+    SIZE,
+    is_name_token,
+)
+from kg.model import Candidate
+
+
+def list_types(chosen: Sequence[Candidate], text: str) -> list[Candidate]:
+    """A coined name listed with known models takes their type: "such as Pythia, INCITE,
+    OpenLLaMA and TinyLlama models"."""
+    out = list(chosen)
+    for i, c in enumerate(out):
+        if c.rule != "named-entity":
+            continue
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(out) and out[j].concept and out[j].type in ("Model", "Dataset"):
+                a, b = sorted((out[i], out[j]), key=lambda x: x.span.start)
+                if re.fullmatch(r"(?:\s*,\s*[A-Z][\w\-.]*)*\s*(?:,|and|or|, and|, or)\s*",
+                                text[a.span.end:b.span.start]):
+                    out[i] = replace(c, type=out[j].type)
+                    break
+    return out
+
+
+def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
+    """Names typed by the words around them (see the module docstring)."""
+    text = d.text
+    out: list[Candidate] = []
+    last_dataset_end = -1
+    for m in d.names:
+        token = m.group(0)
+        if any(label.type == "Model" for label in index.lookup_name(token)[0]):
+            continue  # a known model family ("GPT-style"): the vocabulary match stands
+        after = text[m.end():m.end() + 40]
+        before = text[max(0, m.start() - 40):m.start()]
+        span = d.span(m.start(), m.end())
+        listed = last_dataset_end >= 0 and re.fullmatch(
+            r"\s*(?:,|and|or|, and|, or)\s*", text[last_dataset_end:m.start()]) is not None
+        if HARDWARE_CONTEXT.match(after) and re.search(r"\d", token):
+            out.append(Candidate(span, "Hardware", "context-hardware", None, 0.7))
+        elif SIZE.search(token) or (MODEL_AFTER.match(after) and not token.isupper()):
+            out.append(Candidate(span, "Model", "context-model", None, 0.65))
+        elif CAMEL.match(token) and token not in CAMEL_STOP:
+            # FlexMatch, MinHash, OpenLLaMA, LipSDP: a coined name, most often a method
+            out.append(Candidate(span, "Method", "named-entity", None, 0.5))
+        elif NUMBER_FORMAT.match(token):
+            continue
+        elif DATASET_AFTER.match(after) or (
+            (DATASET_BEFORE.search(before) or listed) and re.search(r"\d|Bench|bench|.QA$", token)
+        ):
+            out.append(Candidate(span, "Dataset", "context-dataset", None, 0.7))
+            last_dataset_end = m.end()
+        elif re.match(r"\s+(?:baselines?|algorithms?|policy|policies|planners?|solvers?)\b",
+                      after) and not NUMBER_FORMAT.match(token):
+            # "surpasses the RVT baseline", "the PPO algorithm": a method by name
+            out.append(Candidate(span, "Method", "context-method", None, 0.65))
+    return out
+
+
+def trained_candidates(ner, d: Document) -> list[Candidate]:
+    """PRODUCT/ORG entities of an installed trained spaCy pipeline, as coined names."""
+    return [Candidate(d.span(ent.start_char, ent.end_char), "Method", "named-entity", None, 0.5)
+            for ent in ner(d.paper.text).ents
+            if ent.label_ in ("PRODUCT", "ORG") and is_name_token(ent.text)]

@@ -1,0 +1,223 @@
+"""The proposed-name rule: names a paper introduces, typed by their strongest evidence.
+
+"We propose FooNet, a novel …", "the proposed framework CAV2vec", "dubbed X", "X: …" titles.
+A name's type comes from how the abstract uses it ("Sheared-LLaMA models") over how it
+describes it ("X, a benchmark") over the title, else Method.
+
+>>> _head_type("a large-scale benchmark for video reasoning")
+'Dataset'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from kg.extract.document import Document
+from kg.extract.text import label_key, singular
+from kg.extract.vocabulary import LabelIndex
+from kg.extract.words import (
+    APPOSITIVE,
+    DATASET_AFTER,
+    DATASET_HEADS,
+    DETERMINERS,
+    GENERIC_HEADS,
+    HEAD_BEFORE_NAME,
+    HEAD_STOP,
+    MODEL_AFTER,
+    MODEL_HEADS,
+    NAME,
+    NAMING_CUE,
+    PROPOSE_CUE,
+    PROPOSE_WORD,
+    STOP_NAMES,
+    is_name_token,
+)
+from kg.model import Candidate
+
+
+@dataclass(frozen=True)
+class Proposals:
+    """What the rule found: candidates, the type of every proposed name (by label key, for
+    the acronyms defined for them), the proposed names' keys and the paper's label."""
+
+    candidates: tuple[Candidate, ...]
+    types: dict[str, str]
+    proposed: frozenset[str]
+    label: str | None
+
+
+def _head_type(phrase: str) -> str:
+    words = []
+    for word in re.findall(r"[A-Za-z][\w\-]*", phrase):
+        if word.lower() in HEAD_STOP or (word.endswith("ly") and len(word) > 4):
+            break
+        if words and word.endswith("ed") and len(word) > 4:  # "a … model guided by": head ends
+            break
+        words.append(word.lower())
+    head = singular(words[-1]) if words else ""
+    if head in DATASET_HEADS or head.endswith("bench"):
+        return "Dataset"
+    if head in MODEL_HEADS:
+        return "Model"
+    return "Method"
+
+
+def _name_at(text: str, pos: int) -> tuple[int, int] | None:
+    """A proposed name starting at ``pos``: a name token, or a Title Case run of 2–5 words."""
+    m = NAME.match(text, pos)
+    if not m:
+        return None
+    token = m.group(0)
+    if is_name_token(token):
+        return m.start(), m.end()
+    run = re.match(r"(?:[A-Z][\w\-]*\s+){1,4}[A-Z][\w\-]*", text[pos:])
+    if run and run.group(0).split()[0] not in STOP_NAMES:
+        return pos, pos + run.end()
+    return None
+
+def proposals(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> Proposals:
+    """Names the paper introduces; ``prior`` holds the candidates of the earlier rules."""
+    text = d.text
+    out: list[Candidate] = []
+    proposed: set[str] = set()
+    label: str | None = None
+    found: list[tuple] = []  # start, end, type, description, strength of the type evidence
+    for cue in PROPOSE_CUE.finditer(text):
+        det = DETERMINERS.match(text, cue.end())
+        pos = det.end() if det else cue.end()
+        named = _name_at(text, pos)
+        rest_start = named[1] if named else pos
+        if named is None:
+            # lowercase noun phrase before ", a novel …": "we introduce model folding, a novel"
+            np_ = re.match(r"([a-z][\w\-]*(?:\s+[a-z][\w\-]*){0,3})(?=\s*(?:\([^)]{1,15}\))?,\s+"
+                           r"(?:a|an)\s)", text[pos:])
+            if np_ and APPOSITIVE.match(text, pos + np_.end()):
+                named = (pos, pos + np_.end())
+                rest_start = named[1]
+        if named is None:
+            naming = NAMING_CUE.search(text, pos, min(len(text), pos + 200))
+            if naming and "." not in text[pos:naming.start()]:
+                named = _name_at(text, naming.end())
+                if named:
+                    found.append((*named, _head_type(text[pos:naming.start()]),
+                                  text[pos:naming.start()].strip(" ,"), 2))
+            continue
+        tail = text[rest_start:rest_start + 160]
+        appos = APPOSITIVE.match(tail) or re.match(r"\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an)\s",
+                                                     tail)
+        description = ""
+        if appos:
+            description = re.split(r"[.;]", tail[appos.start():].lstrip(" ,"), maxsplit=1)[0]
+            description = re.sub(r"^\([^)]*\)\s*,?\s*", "", description).strip(" ,")
+        after = re.match(r"\s+([A-Za-z]+)", text[named[1]:named[1] + 30])
+        if description:
+            type_, strength = _head_type(description), 2
+        elif after and singular(after.group(1).lower()) in (DATASET_HEADS | MODEL_HEADS |
+                                                             GENERIC_HEADS):
+            type_, strength = _head_type(after.group(1)), 2  # "the W4NT3D benchmark"
+        else:  # "a Latent Structural Diffusion Model": the name's own head word
+            type_ = _head_type(text[named[0]:named[1]].split()[-1])
+            strength = 2 if type_ != "Method" else 0
+        found.append((*named, type_, description, strength))
+    # "X, a novel …" anywhere, and "dubbed X"
+    for m in d.names:
+        appos = APPOSITIVE.match(text, m.end())
+        if appos:
+            description = re.split(r"[.;]", text[appos.start():appos.start() + 160].lstrip(" ,"),
+                                   maxsplit=1)[0]
+            found.append((m.start(), m.end(), _head_type(description), description.strip(" ,"),
+                          2))
+    for m in NAMING_CUE.finditer(text):
+        named = _name_at(text, m.end())
+        if (named and is_name_token(text[named[0]:named[1]].split()[0])) or (
+            named and " " in text[named[0]:named[1]]
+        ):
+            sent = d.sentence_of(m.start())
+            found.append((*named, _head_type(text[sent.start:m.start()][-60:]), "", 1))
+    title = d.paper.title
+    if title:
+        head = re.match(r"\s*([A-Za-z][\w\-.]*(?:\s[A-Z][\w\-.]*){0,2})\s*:\s+(\S.*)", title)
+        if head and any(is_name_token(w) for w in head.group(1).split()):
+            found.append((head.start(1), head.end(1), _head_type(head.group(2)),
+                          head.group(2).strip(), 1))
+    for m in d.names:
+        sent = d.sentence_of(m.start())
+        before = text[max(sent.start, m.start() - 60):m.start()]
+        head_m = HEAD_BEFORE_NAME.search(before)
+        if (head_m and PROPOSE_WORD.search(text[sent.start:m.start()])) or (
+            head_m and re.search(r"\b(?:our|the proposed)\s+\w*\s*$",
+                                 before[:head_m.start()], re.IGNORECASE)
+        ):
+            found.append((m.start(), m.end(), _head_type(head_m.group("head")), "", 2))
+    # One type per proposed name, from the strongest evidence: how the abstract uses it
+    # ("Sheared-LLaMA models") > how it describes it ("X, a benchmark") > the title > Method.
+    # A short form and its long form ("SemiReward" / "Semi-supervised Reward") are one name.
+    group = {label_key(c.span.text): label_key(c.long_form) for c in prior
+             if c.rule == "acronym-definition" and c.long_form and c.concept is None}
+    best: dict[str, tuple[int, int, str]] = {}
+    for start, end, type_, _, strength in found:
+        key = label_key(text[start:end].strip())
+        key = group.get(key, key)
+        rank = (strength, type_ != "Method")
+        if key not in best or rank > best[key][:2]:
+            best[key] = (*rank, type_)  # type: ignore[assignment]
+    for key in best:
+        used = _usage_type(text, key, found)
+        if used:
+            best[key] = (3, True, used)  # type: ignore[assignment]
+    typed = {key: value[2] for key, value in best.items()}
+    typed.update({short: typed[long] for short, long in group.items() if long in typed})
+    for short, long in group.items():
+        if short in typed and long not in typed:
+            typed[long] = typed[short]
+    found = [(s_, e_, typed[label_key(text[s_:e_].strip())], desc)
+             for s_, e_, _, desc, _ in found]
+    seen: set[tuple[int, int]] = set()
+    for start, end, type_, description in found:
+        name = text[start:end].strip()
+        end = start + len(name)
+        if (start, end) in seen or not name or name.lower() in ("it", "this", "them"):
+            continue
+        seen.add((start, end))
+        labels = index.lookup(name)
+        concept = next((lab.concept for lab in labels if lab.type == type_), None)
+        out.append(Candidate(d.span(start, end), type_, "proposed-name", concept, 0.85))
+        proposed.add(label_key(name))
+        if label is None:
+            label = f"{name}: {description}" if description else name
+    return Proposals(tuple(out), typed, frozenset(proposed), label)
+
+
+def retype_acronyms(candidates: Sequence[Candidate], types: dict[str, str]) -> list[Candidate]:
+    """An acronym defined for a proposed name takes the name's type ("RETSim (Resilient and
+    Efficient Text Similarity), a … model")."""
+    out = list(candidates)
+    for i, c in enumerate(out):
+        if c.rule == "acronym-definition" and c.concept is None:
+            for form in (c.span.text, c.long_form or ""):
+                if label_key(form) in types and types[label_key(form)] != c.type:
+                    out[i] = replace(c, type=types[label_key(form)])
+    return out
+
+
+def _usage_type(text: str, key: str, found: list[tuple]) -> str | None:
+    """"Sheared-LLaMA models", "the W4NT3D benchmark": the word after a use of the name."""
+    for start, end, *_ in found:
+        if label_key(text[start:end].strip()) != key:
+            continue
+        name = text[start:end].strip()
+        flexible = re.sub(r"[\s\-]+", r"[\\s\\-]?", re.escape(name).replace("\\ ", " "))
+        for m in re.finditer(r"(?<![\w\-])" + flexible + r"(?![\w\-])", text):
+            after = text[m.end():m.end() + 30]
+            if MODEL_AFTER.match(after):
+                return "Model"
+            if DATASET_AFTER.match(after):
+                return "Dataset"
+        return None
+    return None
+
+
+# ---------------------------------------------------------------- context patterns
+

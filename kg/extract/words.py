@@ -1,0 +1,201 @@
+"""The word lists and patterns the rules share, defined once.
+
+>>> is_name_token("LLaMA-2"), is_name_token("However"), is_name_token("ResNet")
+(True, False, True)
+"""
+
+from __future__ import annotations
+
+import re
+
+# A "name token": starts with a letter, may contain digits, dots, hyphens, slashes.
+# "/" joins only a patch size after a capital (ViT-B/16); "CIFAR-10/100" is two names.
+NAME = re.compile(r"(?<![\w\-/.])[A-Za-z][A-Za-z0-9]*(?:[\-.][A-Za-z0-9]+|(?<=[A-Z])/\d+)*"
+                   r"(?![\w\-])")
+# Only names with a digit or a capital after the first letter can be versioned/new names.
+MARKED_NAME = re.compile(r"(?<![\w\-/.])[A-Za-z](?=[A-Za-z0-9\-./]*?[A-Z0-9])[A-Za-z0-9]*"
+                          r"(?:[\-.][A-Za-z0-9]+|(?<=[A-Z])/\d+)*(?![\w\-])")
+VERSION_TAIL = re.compile(r"^(?:[\-.]?(?:v?\d+(?:\.\d+)*[A-Za-z]?|[BbMmKk]|XL|XXL|o|mini|Turbo|"
+                          r"Instruct|Chat|Base|Large|Small|Tiny|Pro|Plus|Lightning|Flash|Coder|"
+                          r"Math|VL|Vision|Omni|Ultra|Nano|Max|Medium|Huge|XS|Distill))+$")
+# "CIFAR10/100", "CIFAR-10/100": a numbered name and more numbers of the same family.
+COORDINATED = re.compile(r"(?<![\w\-/])([A-Za-z][A-Za-z\-]*?)(-?)(\d+)((?:/\d+)+)(?![\w\-/])")
+SIZE = re.compile(r"\d+(?:\.\d+)?[BMK]$")
+ACRONYM_PAREN = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-]{0,11}?)(?:s)?\s*(?:;[^)]*)?\)")
+WORD = re.compile(r"[A-Za-z0-9][\w\-']*")
+
+PROPOSE_CUE = re.compile(
+    r"\b(?:we|this\s+(?:paper|work)|our\s+(?:paper|work))\s+(?:(?:first|further|then|also|"
+    r"hereby|here)\s+)?(?:propose|introduce|present|develop|design|devise|build|create|release|"
+    r"construct|curate|contribute|offer|formulate)[sd]?\b",
+    re.IGNORECASE,
+)
+PROPOSE_WORD = re.compile(r"\b(?:propos|introduc|present|design|develop|devis)\w*", re.I)
+# "Our method, LGA", "the proposed framework CAV2vec", "a novel algorithm MFTPL-P"
+HEAD_BEFORE_NAME = re.compile(
+    r"\b(?P<head>method|approach|framework|model|algorithm|technique|system|benchmark|dataset|"
+    r"suite|architecture|network|agent|pipeline|strategy|MLLM|LLM|VLM|tool|library|toolkit|"
+    r"solver|optimizer|paradigm)s?\s*(?:\([A-Za-z\-]{2,10}\))?\s*[,:]?\s*$", re.IGNORECASE)
+NAMING_CUE = re.compile(
+    r"\b(?:called|named|dubbed|termed|coined|namely|entitled)\s*[:,]?\s+", re.IGNORECASE)
+APPOSITIVE = re.compile(
+    r"\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an|the)\s+(?:novel|new|simple|first|general|unified|"
+    r"principled|efficient|effective|lightweight|scalable|large-scale|comprehensive|"
+    r"challenging|training-free|plug-and-play|data-free|flexible|versatile|powerful|robust|"
+    r"fast|practical|theoretically|generic|modular|open-source|holistic|systematic)\b",
+    re.IGNORECASE,
+)
+DETERMINERS = re.compile(
+    r"\s+(?:(?:a|an|the|our|two|three|several)\s+)?(?:(?:novel|new|simple|general|unified|"
+    r"principled|efficient|effective|lightweight|scalable|first|generic|modular|practical|"
+    r"large-scale|comprehensive|powerful|training-free|plug-and-play)\s+)*",
+    re.IGNORECASE,
+)
+HEAD_STOP = {
+    "that", "which", "for", "to", "of", "designed", "with", "in", "on", "by", "where", "and",
+    "from", "using", "based", "via", "capable", "able", "built", "tailored", "consisting",
+    "specifically", "aimed", "inspired", "grounded", "leveraging", "named", "called", "dubbed",
+}
+DATASET_HEADS = {"benchmark", "dataset", "corpus", "suite", "testbed", "collection",
+                  "leaderboard", "bench", "data", "arena"}
+MODEL_HEADS = {"model", "llm", "network", "architecture", "transformer", "backbone",
+                "foundation", "encoder", "decoder", "vlm", "mllm"}
+
+# The type a head word gives a phrase: "causal effect estimation" is a Task, "contrastive
+# learning" a Technique, "success rate" a Metric. Used by the acronym, task and term rules.
+HEAD_TYPES: dict[str, str] = {}
+for _type, _heads in {
+    "Task": "recognition generation classification detection segmentation prediction estimation "
+            "translation answering retrieval summarization forecasting captioning synthesis "
+            "tracking localization parsing reconstruction completion planning navigation "
+            "manipulation editing reasoning regression locomotion grasping servoing",
+    "Dataset": "dataset benchmark corpus suite testbed",
+    "Metric": "score error accuracy ratio rate regret",
+    "Technique": "learning training optimization attention distillation regularization sampling "
+                 "decoding tuning fine-tuning pruning quantization alignment augmentation "
+                 "embedding encoding normalization inference compression caching prompting "
+                 "pretraining pre-training adaptation minimization maximization control "
+                 "modeling modelling guidance filtering matching smoothing masking tokenization "
+                 "search programming",
+    "Model": "network networks transformer autoencoder model",
+}.items():
+    for _head in _heads.split():
+        HEAD_TYPES[_head] = _type
+TASK_HEADS = "|".join(sorted(h for h, t in HEAD_TYPES.items() if t == "Task"))
+
+HARDWARE_CONTEXT = re.compile(r"^\s+(?:GPUs?|TPUs?|chips?|accelerators?|cards?)\b")
+NUMBER_FORMAT = re.compile(r"^(?:FP|INT|BF|UINT|W\d+A)\d+$")
+DATASET_AFTER = re.compile(r"^\s+(?:dataset|benchmark|corpus|suite|datasets|benchmarks|"
+                            r"test\s+set|validation\s+set|split)\b", re.IGNORECASE)
+DATASET_BEFORE = re.compile(r"\b(?:on|using|across|from)\s+(?:the\s+)?(?:challenging\s+|"
+                             r"popular\s+|standard\s+|widely[- ]used\s+)?$", re.IGNORECASE)
+MODEL_AFTER = re.compile(r"^\s*(?:-?\s*(?:based\s+)?(?:models?|LLMs?|backbones?|"
+                          r"architectures?|checkpoints?|family|families|series)\b)")
+OUTPERFORM = re.compile(r"\b(?:outperform(?:s|ed|ing)?|surpass(?:es|ed|ing)?|beat(?:s|ing)?|"
+                         r"exceed(?:s|ed|ing)?|better\s+than|superior\s+to)\b", re.IGNORECASE)
+EXTEND = re.compile(r"\b(?:extend(?:s|ed|ing)?|build(?:s|ing)?\s+(?:up)?on|built\s+(?:up)?on|"
+                     r"generaliz(?:e|es|ed|ing)|an\s+extension\s+of|based\s+on)\b", re.IGNORECASE)
+USE_CUE = re.compile(r"\b(?:us(?:e|es|ed|ing)|employ|leverag|utiliz|apply|appl(?:ies|ied)|"
+                      r"adopt|incorporat|integrat|combin|via|through|with|based\s+on|built\s+on|"
+                      r"propos|introduc)", re.IGNORECASE)
+EVAL_CUE = re.compile(r"\b(?:on|evaluat|experiment|benchmark|test|results?|achiev|"
+                       r"state-of-the-art|outperform|improv)", re.IGNORECASE)
+
+STOP_NAMES = {
+    "We", "Our", "In", "This", "The", "However", "It", "To", "For", "Code", "Experiments",
+    "Results", "Further", "Finally", "Moreover", "Specifically", "Additionally", "First",
+    "Second", "Third", "Thus", "Therefore", "Existing", "Recent", "Previous", "Empirically",
+    "Furthermore", "Extensive", "Through", "Based", "Unlike", "While", "As", "By", "With",
+    "Given", "These", "Such", "Theoretically", "Notably", "Overall", "Here", "A", "An", "Not",
+    "Yes", "No", "AI", "ML", "DL", "NN", "NNs", "II", "III", "IV", "OOD", "SOTA", "API", "APIs",
+    "ID", "IID", "iid", "CV", "NLP", "USA", "UK", "EU", "TL", "DR", "PhD", "LaTeX", "URL",
+}
+NOT_NAMES_RE = re.compile(r"^(?:[A-Z]\d?|\d.*|[ivx]+|[A-Z][a-z]+|[a-z].*|.*\d{4}.*|"
+                           r"[A-Z][a-z]+(?:-[A-Za-z][a-z]+)+)$")
+
+
+
+GENERIC_HEADS = {"method", "approach", "framework", "technique", "algorithm", "module",
+                  "strategy", "scheme", "mechanism", "paradigm", "pipeline", "system"}
+
+
+TASK_PHRASE = re.compile(
+    r"(?<![\w\-])((?:(?:[a-z][a-z0-9\-]*|[1-9]D)\s+){1,2})(" + TASK_HEADS + r")\b")
+TASK_STOP = set("""
+a an the of for in on and or to with by from as at via into over under between across than is
+are be been was were this that these those our their its his her such which whose what
+efficient effective accurate robust better improved existing downstream various many several
+multiple different other new novel challenging complex real-world large-scale fine-grained
+high-quality low-quality high low fast faster scalable general generic standard proposed based
+learned trained training test testing inference joint end-to-end simple more most less first
+second final overall each all both any some further future prior previous precise reliable
+strong stronger weak zero-shot few-shot one-shot open-ended do does not can could may might
+will would should must also only even then thus hence enable enables enabling achieve achieves
+improve improves improving perform performs
+""".split())  # noqa: SIM905 (a word list reads better as text)
+
+
+# A coined name: a lower-case letter followed by a capital inside the word (not "iPhone").
+CAMEL = re.compile(r"^[A-Z][A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*$")
+CAMEL_STOP = set("""
+GitHub PyTorch TensorFlow OpenAI DeepMind YouTube JavaScript LaTeX TypeScript HuggingFace
+LinkedIn PayPal PowerPoint MatLab MATLAB NumPy SciPy JaX McDonald McCulloch MacBook
+WordPress DeepSeek ChatBot AutoML PhD PhDs NeurIPS ICLR ICML CoRL OpenReview ArXiv
+""".split())  # noqa: SIM905
+
+
+# Which rule wins an overlap of equal length, and how sure each rule is of its type.
+RULE_PRIORITY = {
+    "acronym-definition": 6, "proposed-name": 5, "vocabulary": 4, "acronym-use": 4,
+    "vocabulary-version": 4, "proposed-name-use": 3, "context-model": 2, "context-dataset": 2,
+    "context-hardware": 2, "context-method": 2, "named-entity": 1, "task-phrase": 1, "term": 1,
+}
+TYPE_CONFIDENCE = {"vocabulary": 0.9, "vocabulary-version": 0.85, "acronym-definition": 0.85,
+                   "acronym-use": 0.8, "proposed-name": 0.85, "proposed-name-use": 0.8,
+                   "context-model": 0.65, "context-dataset": 0.7, "context-hardware": 0.7,
+                   "context-method": 0.65,
+                   "named-entity": 0.5, "task-phrase": 0.6, "term": 0.6}
+
+
+def is_name_token(token: str) -> bool:
+    """A token that can be a name: a capital after the first letter, or a digit."""
+    if token in STOP_NAMES or len(token) < 2 or NOT_NAMES_RE.match(token):
+        return False
+    return any(ch.isupper() for ch in token[1:]) or any(ch.isdigit() for ch in token)
+
+
+# Uses versus mentions: an occurrence right after one of these, in the same clause, is negated
+# ("requires neither caching", "without fine-tuning") or contrasted ("unlike X", "rather than
+# X", "faster than X"): the paper does not use it there.
+NOT_USED_BEFORE = re.compile(
+    r"(?:\b(?:without|neither|nor|instead\s+of|rather\s+than|unlike|in\s+contrast\s+to|"
+    r"as\s+opposed\s+to|contrary\s+to|free\s+(?:of|from)|no\s+need\s+(?:for|of)|"
+    r"(?:does|do|did|is|are|was|were|can|could|need|needs|should)\s+not(?!\s+only)"
+    r"(?:\s+\w+){0,2}|never(?:\s+\w+)?|avoid(?:s|ing|ed)?(?:\s+the\s+need\s+for)?|"
+    r"eliminat\w*\s+(?:the\s+)?need\s+for|obviat\w*\s+(?:the\s+)?need\s+for|"
+    r"bypass\w*|circumvent\w*|dispens\w+\s+with|alternatives?\s+to|replac(?:e|es|ed|ing)|"
+    r"compared\s+(?:to|with)|in\s+comparison\s+(?:to|with)|than|no)"
+    r"(?:\s+(?:relying|depending|requiring|using|needing|resorting|recourse|need|needs|for|on|"
+    r"to|of|the|a|an|any|costly|expensive|explicit|additional|extra|full|standard|"
+    r"conventional|traditional|existing|prior|previous|vanilla|naive|heavy|large|complex|"
+    r"separate|dedicated|external|specialized|per-\w+|\w+-based|\w+-specific))*\s+$)",
+    re.IGNORECASE)
+# "Existing methods rely on X, which …", "Previous works such as X": prior work only.
+PRIOR_WORK_SENTENCE = re.compile(
+    r"^\W*(?:(?:however|yet|but|unfortunately|nevertheless|notably)\W+)?(?:most\s+|many\s+|"
+    r"some\s+|several\s+|these\s+|such\s+)?(?:existing|previous|prior|conventional|"
+    r"traditional|classical|earlier|current|popular|mainstream|standard|recent|typical|"
+    r"common)\s+(?:[\w\-]+\s+){0,3}?(?:methods?|approaches|works?|studies|techniques|"
+    r"solutions|frameworks|algorithms|systems|literature|research|attempts|efforts|baselines|"
+    r"pipelines|paradigms|strategies|designs|practices?|schemes)\b"
+    r"|^\W*(?:traditionally|historically|previously|conventionally|classically)\b",
+    re.IGNORECASE)
+# Within a sentence, what follows "prior work has …", "… have been proposed that use", "inspired
+# by the success of" is someone else's work.
+PRIOR_WORK_BEFORE = re.compile(
+    r"\b(?:(?:prior|previous|existing|earlier|past|traditional|conventional|other)\s+"
+    r"(?:works?|methods?|approaches|studies|research|literature|efforts|attempts|techniques)\s+"
+    r"(?:has|have|had|typically|usually|often|mostly|either|rely|relied|use|used|employ|"
+    r"adopt|focus|require)|researchers\s+(?:have|had)|(?:have|has)\s+been\s+(?:proposed|"
+    r"developed|introduced|studied|explored))\b|\binspired\s+by\b[^,;]*$",
+    re.IGNORECASE)

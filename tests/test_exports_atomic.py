@@ -1,0 +1,234 @@
+"""Exports are replaced whole, finished by build.json, and readers refuse anything else."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT, SEED
+
+from kg.cli import cli
+from kg.exports import RECORD, sha256_file
+
+ICLR = "openreview-2024/ICLR_cc_2024_Conference.tsv"
+
+
+def kg(*args: object) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kg", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("built") / "exports"
+    proc = kg("build", SEED, "-o", out, "--no-html")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def copy(built: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "exports"
+    shutil.copytree(built, out)
+    return out
+
+
+# Every command that reads an export directory, as a user would call it on DIR.
+READERS = [
+    ("techniques", "--graph", "{dir}"),
+    ("shared", "caching", "--graph", "{dir}"),
+    ("related", "LOTOS", "--graph", "{dir}"),
+    ("sparql", "ASK {{ ?s ?p ?o }}", "--graph", "{dir}"),
+    ("validate", "{dir}"),
+    ("viz", "{dir}", "-o", "{tmp}/v.html"),
+    ("export", "{dir}", "--format", "cypher", "-o", "{tmp}/cy"),
+    ("build", "{dir}", "-o", "{tmp}/again"),
+    ("serve", "{dir}", "--port", "0"),
+]
+
+
+def run_reader(args: tuple[str, ...], directory: Path, tmp_path: Path):
+    return invoke(*(a.format(dir=directory, tmp=tmp_path) for a in args))
+
+
+def test_build_finishes_with_a_record_of_its_files_inputs_and_counts(built):
+    record = json.loads((built / RECORD).read_text(encoding="utf-8"))
+    assert record["counts"]["papers"] == 19 and record["counts"]["skipped"] == 0
+    assert record["counts"]["entities"] > 0 and record["counts"]["relations"] > 0
+    assert set(record["files"]) == {"graph.ttl", "graph.nt", "graph.jsonld", "graph.graphml",
+                                    "nodes.csv", "edges.csv", "extraction.jsonl"}
+    for name, meta in record["files"].items():
+        assert meta == {"bytes": (built / name).stat().st_size,
+                        "sha256": sha256_file(built / name)}, name
+    (source,) = record["inputs"]
+    assert source["sha256"] == sha256_file(SEED)
+    assert not list(built.glob(".kg-tmp-*"))
+
+
+@pytest.mark.parametrize("args", READERS, ids=[r[0] for r in READERS])
+def test_readers_refuse_a_directory_without_its_record(built, tmp_path, args):
+    out = copy(built, tmp_path)
+    (out / RECORD).unlink()
+    result = run_reader(args, out, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert f"no {RECORD}" in result.output and f"kg build INPUT... -o {out}" in result.output
+
+
+@pytest.mark.parametrize("args", READERS, ids=[r[0] for r in READERS])
+def test_readers_refuse_a_file_that_does_not_match_the_record(built, tmp_path, args):
+    out = copy(built, tmp_path)
+    for name in ("graph.nt", "extraction.jsonl"):  # as a kill mid-write used to leave them
+        data = (out / name).read_bytes()
+        (out / name).write_bytes(data[: len(data) // 2])
+    result = run_reader(args, out, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert f"but {RECORD} records" in result.output
+
+
+def test_same_size_but_different_content_is_refused_too(built, tmp_path):
+    out = copy(built, tmp_path)
+    data = bytearray((out / "extraction.jsonl").read_bytes())
+    data[-10] = ord("X") if data[-10] != ord("X") else ord("Y")
+    (out / "extraction.jsonl").write_bytes(bytes(data))
+    result = invoke("techniques", "--graph", out)
+    assert result.exit_code == 2 and "content differs" in result.output
+
+
+def test_an_empty_graph_file_is_never_served_as_an_empty_graph(tmp_path):
+    empty = tmp_path / "graph.nt"
+    empty.write_bytes(b"")
+    result = invoke("sparql", "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }", "--graph", empty)
+    assert result.exit_code == 2 and "empty (0 bytes)" in result.output
+
+
+def test_a_rebuild_removes_the_files_of_an_earlier_build(built, tmp_path):
+    out = copy(built, tmp_path)
+    for name in ("graph.html", "graph.cypher", ".kg-tmp-graph.nt.abc"):
+        (out / name).write_text("old", encoding="utf-8")
+    (out / "neo4j-admin").mkdir()
+    (out / "neo4j-admin" / "papers.csv").write_text("old", encoding="utf-8")
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    proc = kg("build", SEED, "-o", out, "--no-html")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        RECORD, "edges.csv", "extraction.jsonl", "graph.graphml", "graph.jsonld", "graph.nt",
+        "graph.ttl", "nodes.csv", "notes.txt"]
+
+
+def test_writes_replace_a_symlink_in_the_output_directory_instead_of_following_it(tmp_path):
+    out = tmp_path / "exports"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious", encoding="utf-8")
+    (out / "graph.nt").symlink_to(victim)
+    (out / "extraction.jsonl").symlink_to(victim)
+    proc = kg("build", SEED, "-o", out, "--no-html")
+    assert proc.returncode == 0, proc.stderr
+    assert victim.read_text(encoding="utf-8") == "precious"
+    assert not (out / "graph.nt").is_symlink() and (out / "graph.nt").stat().st_size > 0
+
+
+def test_extract_refuses_to_overwrite_its_own_input(tmp_path):
+    papers = tmp_path / "papers.txt"
+    shutil.copy(SEED, papers)
+    before = papers.read_bytes()
+    result = invoke("extract", papers, "-o", papers)
+    assert result.exit_code == 2 and "is also an input" in result.output
+    assert papers.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["build", "extract", "export"])
+def test_an_unwritable_output_is_refused_before_any_extraction(tmp_path, command):
+    # The input does not exist: had the inputs been read first, the message would be about them.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    target = blocker / "out"
+    extra = {"export": ["--format", "cypher"]}.get(command, [])
+    proc = kg(command, tmp_path / "missing.txt", "-o", target, *extra)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "choose another -o" in proc.stderr and "missing.txt" not in proc.stderr
+
+
+def _papers_sparql(directory: Path) -> subprocess.CompletedProcess:
+    return kg("sparql", "SELECT (COUNT(?p) AS ?n) WHERE { ?p a kg:Paper }", "--graph",
+              directory, "--format", "json")
+
+
+@pytest.mark.parametrize("moment", ["first temporary file", "graph.nt replaced"])
+def test_a_build_killed_mid_write_over_an_older_build_never_serves_a_mix(
+        corpora_dir, built, tmp_path, moment):
+    """Older build: the 19 demo papers. Newer: 300 ICLR 2024 papers, SIGKILLed while writing."""
+    out = copy(built, tmp_path)
+    lines = (corpora_dir / ICLR).read_text(encoding="utf-8").splitlines(keepends=True)[:300]
+    newer = tmp_path / "iclr-300.tsv"
+    newer.write_text("".join(lines), encoding="utf-8")
+    old_nt = (out / "graph.nt").stat().st_ino
+
+    def reached() -> bool:
+        if moment == "first temporary file":
+            return any(out.glob(".kg-tmp-*"))
+        try:
+            return (out / "graph.nt").stat().st_ino != old_nt
+        except FileNotFoundError:
+            return False
+
+    for _attempt in range(3):
+        proc = subprocess.Popen([sys.executable, "-m", "kg", "build", newer, "-o", out,
+                                 "--workers", "1"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        while proc.poll() is None and not reached():
+            time.sleep(0.002)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            break
+        shutil.rmtree(out)  # finished before the moment came: start again from the older build
+        out = copy(built, tmp_path)
+    assert proc.returncode == -signal.SIGKILL, "the build always finished before the kill"
+
+    for args in (("techniques", "--graph", out), ("related", "LOTOS", "--graph", out)):
+        answer = kg(*args)
+        assert answer.returncode == 2 and f"no {RECORD}" in answer.stderr, answer.stderr
+    answer = _papers_sparql(out)
+    assert answer.returncode == 2 and f"no {RECORD}" in answer.stderr
+
+    # The next complete build answers, from the new generation only.
+    proc = kg("build", newer, "-o", out, "--workers", "1", "--no-html")
+    assert proc.returncode == 0, proc.stderr
+    count = json.loads(_papers_sparql(out).stdout)["results"]["bindings"][0]["n"]["value"]
+    techniques = json.loads(kg("techniques", "--graph", out, "--format", "json").stdout)
+    assert int(count) == techniques["papers"] == 300
+    assert not list(out.glob(".kg-tmp-*"))
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A real 200 KB tmpfs (needs mount rights, else the test skips)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_is_a_message_and_leaves_no_partial_files(tiny_disk):
+    out = tiny_disk / "out"
+    proc = kg("build", SEED, "-o", out)
+    assert proc.returncode == 2, proc.stderr
+    assert "No space left on device" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(out.iterdir()) == []  # no temp file, no partial graph, no record
