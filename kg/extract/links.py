@@ -13,8 +13,11 @@ from collections.abc import Set
 from kg.extract.document import Document
 from kg.extract.text import label_key
 from kg.extract.words import (
+    CONTRAST_CUE,
+    COORDINATION,
     EVAL_CUE,
     EXTEND,
+    INSPIRED_BY,
     NOT_USED_BEFORE,
     OUTPERFORM,
     PRIOR_WORK_BEFORE,
@@ -108,23 +111,31 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
     or None. Tasks and metrics are what a paper addresses and measures: never discounted."""
     out: list[str | None] = []
     title_end = len(d.paper.title) if d.paper.title else -1
+    # Per sentence, once: is it about prior work, and from where on does it speak of it.
+    prior_from: dict[int, int | None] = {}
     for k, c in enumerate(chosen):
         reason = None
         if c.type not in ("Task", "Metric") and c.span.start > title_end:
             sentence = d.sentence_of(c.span.start)
+            if sentence.start not in prior_from:
+                text = d.text[sentence.start:sentence.end]
+                found = None if PRIOR_WORK_SENTENCE.search(text) is None else sentence.start
+                if found is None:
+                    m = PRIOR_WORK_BEFORE.search(text)
+                    found = None if m is None else sentence.start + m.end()
+                prior_from[sentence.start] = found
             window = d.text[max(sentence.start, c.span.start - 80):c.span.start]
             cue = NOT_USED_BEFORE.search(window)
             if cue:
-                reason = "contrasted" if re.match(
-                    r"(?i)unlike|in\s+contrast|as\s+opposed|contrary|compared|in\s+comparison|"
-                    r"than|rather|instead|alternative|replac", cue.group(0).strip()) \
-                    else "negated"
-            elif k and out[k - 1] and re.fullmatch(
-                    r"\s*(?:,|and|or|nor|, and|, or)\s*",
+                contrast = CONTRAST_CUE.match(cue.group(0).strip())
+                reason = "contrasted" if contrast else "negated"
+            elif k and out[k - 1] and COORDINATION.fullmatch(
                     d.text[chosen[k - 1].span.end:c.span.start]):
                 reason = out[k - 1]  # "without caching or quantization"
-            elif PRIOR_WORK_SENTENCE.search(d.text[sentence.start:sentence.end]) or \
-                    PRIOR_WORK_BEFORE.search(d.text[sentence.start:c.span.start]):
+            elif (prior_from[sentence.start] is not None
+                  and prior_from[sentence.start] <= c.span.start) or (
+                    "nspired" in window and INSPIRED_BY.search(
+                        d.text[sentence.start:c.span.start])):
                 reason = "prior-work"
         out.append(reason)
     return out

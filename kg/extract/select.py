@@ -63,13 +63,45 @@ def propagate(d: Document, chosen: list[Candidate]) -> list[Candidate]:
         if cand.rule not in ("acronym-definition", "proposed-name"):
             continue
         surface = cand.span.text
-        flags = 0 if any(ch.isupper() for ch in surface) else re.IGNORECASE
-        pattern = re.compile(r"(?<![\w\-])" + re.escape(surface) + r"s?(?![\w\-])", flags)
         rule = "acronym-use" if cand.rule == "acronym-definition" else "proposed-name-use"
-        for m in pattern.finditer(d.text):
-            extra.append(Candidate(d.span(m.start(), m.start() + len(surface)), cand.type, rule,
+        for start in _uses(d.text, surface, any(ch.isupper() for ch in surface)):
+            extra.append(Candidate(d.span(start, start + len(surface)), cand.type, rule,
                                    cand.concept, TYPE_CONFIDENCE[rule], cand.long_form))
     if not extra:
         return chosen
     return select([*chosen, *extra])
 
+
+
+def _uses(text: str, surface: str, case_sensitive: bool) -> list[int]:
+    """Starts of whole-word uses of ``surface`` (or its plural -s) in ``text``: what
+    ``(?<![\\w-])surface s?(?![\\w-])`` finds, without compiling a regex per name.
+
+    >>> _uses("FooNet and FooNets, not FooNetX or pre-FooNet.", "FooNet", True)
+    [0, 11]
+    """
+    hay, needle = text, surface
+    if not case_sensitive:
+        hay, needle = text.lower(), surface.lower()
+        if len(hay) != len(text):  # lower() changed a length: keep offsets exact
+            flags = re.IGNORECASE
+            pattern = re.compile(r"(?<![\w\-])" + re.escape(surface) + r"s?(?![\w\-])", flags)
+            return [m.start() for m in pattern.finditer(text)]
+
+    def free(i: int) -> bool:
+        return i < 0 or i >= len(hay) or not (hay[i].isalnum() or hay[i] in "_-")
+
+    out: list[int] = []
+    pos = hay.find(needle) if needle else -1
+    while pos >= 0:
+        end = pos + len(needle)
+        ok_before = free(pos - 1)
+        if ok_before and hay[end:end + 1] == "s" and free(end + 1):
+            out.append(pos)
+            end += 1
+        elif ok_before and free(end):
+            out.append(pos)
+        else:
+            end = pos + 1
+        pos = hay.find(needle, end)
+    return out

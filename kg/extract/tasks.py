@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kg.extract.document import Document
-from kg.extract.words import TASK_PHRASE, TASK_STOP
+from kg.extract.words import TASK_HEAD, TASK_MODIFIERS, TASK_STOP
 from kg.model import Candidate
 
 
@@ -20,8 +20,13 @@ def task_phrases(d: Document, prior: Sequence[Candidate]) -> list[Candidate]:
     "causal effect estimation" (1–2 modifiers + a task head), never over a vocabulary match."""
     taken = [(c.span.start, c.span.end) for c in prior]
     out: list[Candidate] = []
-    for m in TASK_PHRASE.finditer(d.text):
-        words = m.group(1).split()
+    last_end = 0
+    for head in TASK_HEAD.finditer(d.text):
+        m = TASK_MODIFIERS.search(d.text, max(last_end, head.start() - 60), head.start())
+        if m is None:
+            continue
+        last_end = head.end()
+        words = m.group(0).split()
         while words and (words[0] in TASK_STOP or words[0].endswith("ly")):
             words.pop(0)
         if not words or any(w in TASK_STOP or w.endswith(("ly", "ed")) for w in words):
@@ -34,8 +39,8 @@ def task_phrases(d: Document, prior: Sequence[Candidate]) -> list[Candidate]:
             words[-1].endswith("s") and not words[-1].endswith(("ics", "ss", "us", "series"))
         ):
             continue
-        start = m.end(1) - len(" ".join(words)) - (len(m.group(1)) - len(m.group(1).rstrip()))
-        end = m.end(2)
+        start = m.end() - len(" ".join(words)) - (len(m.group(0)) - len(m.group(0).rstrip()))
+        end = head.end()
         if any(s < end and start < e for s, e in taken):
             continue
         out.append(Candidate(d.span(start, end), "Task", "task-phrase", None, 0.6))

@@ -107,6 +107,8 @@ def coordinated_names(index: LabelIndex, text: str) -> Iterator[Candidate]:
     ...     LabelIndex(load_vocabulary()), "on CIFAR-10/100.")]
     [('100', 'cifar-100')]
     """
+    if "/" not in text:
+        return
     for m in COORDINATED.finditer(text):
         family, sep = m.group(1), m.group(2)
         pos = m.start(4)

@@ -119,8 +119,10 @@ GENERIC_HEADS = {"method", "approach", "framework", "technique", "algorithm", "m
                   "strategy", "scheme", "mechanism", "paradigm", "pipeline", "system"}
 
 
-TASK_PHRASE = re.compile(
-    r"(?<![\w\-])((?:(?:[a-z][a-z0-9\-]*|[1-9]D)\s+){1,2})(" + TASK_HEADS + r")\b")
+# A task phrase: one or two modifiers before a task head ("causal effect estimation"). The
+# head is found first and the words before it after, which is much faster than one pattern.
+TASK_HEAD = re.compile(r"(?<=\s)(?:" + TASK_HEADS + r")\b")
+TASK_MODIFIERS = re.compile(r"(?<![\w\-])(?:(?:[a-z][a-z0-9\-]*|[1-9]D)\s+){1,2}$")
 TASK_STOP = set("""
 a an the of for in on and or to with by from as at via into over under between across than is
 are be been was were this that these those our their its his her such which whose what
@@ -197,5 +199,9 @@ PRIOR_WORK_BEFORE = re.compile(
     r"(?:works?|methods?|approaches|studies|research|literature|efforts|attempts|techniques)\s+"
     r"(?:has|have|had|typically|usually|often|mostly|either|rely|relied|use|used|employ|"
     r"adopt|focus|require)|researchers\s+(?:have|had)|(?:have|has)\s+been\s+(?:proposed|"
-    r"developed|introduced|studied|explored))\b|\binspired\s+by\b[^,;]*$",
+    r"developed|introduced|studied|explored))\b",
     re.IGNORECASE)
+INSPIRED_BY = re.compile(r"\binspired\s+by\b[^,;]*$", re.IGNORECASE)
+CONTRAST_CUE = re.compile(r"(?i)unlike|in\s+contrast|as\s+opposed|contrary|compared|"
+                          r"in\s+comparison|than|rather|instead|alternative|replac")
+COORDINATION = re.compile(r"\s*(?:,|and|or|nor|, and|, or)\s*")
