@@ -30,13 +30,14 @@ import weakref
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import quote
 
 import networkx as nx
 
 from kg.errors import KgError
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
-from kg.vocab import ENTITY_NS, PAPER_NS, Vocabulary, load_vocabulary
+from kg.rdf import entity_iri, paper_iri  # the one IRI scheme: GraphML/CSV ids = RDF IRIs
+from kg.text import shorten
+from kg.vocab import Vocabulary, load_vocabulary
 
 # How much sharing one entity of each type says about two papers being related. Hardware and
 # metrics ("GPU", "accuracy") are shared by unrelated papers, so they do not count.
@@ -155,8 +156,7 @@ def paper_label(paper: Paper) -> str:
     >>> paper_label(Paper(id="p", abstract="We study the effect of caching on models."))
     'We study the effect of caching on models.'
     """
-    text = paper.label or paper.title or " ".join(paper.abstract.split())
-    return text if len(text) <= 90 else text[:89].rsplit(" ", 1)[0] + "…"
+    return shorten(paper.label or paper.title or paper.abstract, 90)
 
 
 # ------------------------------------------------------------------ the index
@@ -326,6 +326,8 @@ _INDEXES: dict[int, tuple[weakref.ref, AnalysisIndex]] = {}
 def analysis_index(corpus: Corpus) -> AnalysisIndex:
     """The index of ``corpus``, built on first use and kept while the corpus lives.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> analysis_index(corpus) is analysis_index(corpus)
     True
     """
@@ -348,6 +350,8 @@ def find_paper(corpus: Corpus, reference: str) -> Paper:
     An exact (case-insensitive) label or title beats a substring; several matches raise
     AmbiguousPaperError listing them, none raises NotFoundError.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> find_paper(corpus, "fastercache").label[:11]
     'FasterCache'
     """
@@ -392,6 +396,8 @@ def related(corpus: Corpus, paper_id: str, n: int = 10) -> list[RelatedPaper]:
     ``paper_id`` may also be an id prefix or title/label words (see ``find_paper``). Papers
     sharing nothing with positive weight are left out; ties go by paper id.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> labels = [r.paper.label.split(":")[0] for r in related(corpus, "model folding")]
     >>> "LOTOS" in labels and "Rotated Runtime Smooth" in labels
     True
@@ -457,6 +463,8 @@ def shared(corpus: Corpus, query: str) -> list[PaperUse]:
     ``query`` matches entity names and aliases and vocabulary labels (any case). A known
     concept no paper uses gives ``[]``; an unknown name raises NotFoundError with suggestions.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> [u.paper.label.split(":")[0] for u in shared(corpus, "caching")]
     ['FasterCache']
     >>> try:
@@ -506,6 +514,8 @@ def technique_counts(
 ) -> list[tuple[Entity, int]]:
     """Entities of ``types`` with the number of papers mentioning each, most used first.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> counts = technique_counts(corpus)
     >>> all(n >= 1 for _, n in counts), counts == sorted(counts, key=lambda t: -t[1])
     (True, True)
@@ -521,6 +531,8 @@ def technique_counts(
 def top_shared_techniques(corpus: Corpus, n: int = 20) -> list[tuple[Entity, int]]:
     """The ``n`` techniques used by the most papers, only those shared by two or more.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> all(count >= 2 for _, count in top_shared_techniques(corpus))
     True
     """
@@ -534,6 +546,8 @@ def cooccurrence(
 
     Each pair appears once, ordered by entity id.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> pairs = cooccurrence(corpus, types=("Model", "Dataset"))
     >>> [(a.name, b.name, n) for a, b, n in pairs if a.name == "LLaMA" and b.name == "ResNet-18"]
     [('LLaMA', 'ResNet-18', 1)]
@@ -559,6 +573,8 @@ def clusters(corpus: Corpus, seed: int = 0, min_size: int = 2, terms: int = 3) -
     features by tf-idf: the share of the cluster's papers using it × IDF. Clusters are biggest
     first; papers in corpus order.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> clusters(corpus) == clusters(corpus)
     True
     """
@@ -619,30 +635,14 @@ def _cluster_terms(index: AnalysisIndex, pids: list[str], n: int) -> tuple[tuple
 # ------------------------------------------------------------------ graphs and exports
 
 
-def paper_iri(paper_id: str) -> str:
-    """The IRI of a paper (ids may be any string, so they are percent-encoded).
-
-    >>> paper_iri("https://x.org/p 1")
-    'https://w3id.org/mlkg/paper/https%3A%2F%2Fx.org%2Fp%201'
-    """
-    return PAPER_NS + quote(paper_id, safe="")
-
-
-def entity_iri(entity_id: str) -> str:
-    """The IRI of an entity.
-
-    >>> entity_iri("technique/kv-cache")
-    'https://w3id.org/mlkg/entity/technique/kv-cache'
-    """
-    return ENTITY_NS + entity_id
-
-
 def paper_entity_graph(corpus: Corpus) -> nx.Graph:
     """The bipartite graph: papers (``bipartite=0``) — entities they mention (``bipartite=1``).
 
     Nodes are paper ids and entity ids as given (``kind`` says which); an edge carries the
     predicates linking them (sorted tuple) and the number of mentions.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> g = paper_entity_graph(corpus)
     >>> g.nodes["model/llama"]["kind"], sorted(g["model/llama"]) == sorted(
     ...     n for n in g["model/llama"] if g.nodes[n]["kind"] == "paper")
@@ -696,6 +696,8 @@ def corpus_graph(corpus: Corpus, vocab: Vocabulary | None = None) -> nx.MultiDiG
     concept by ``concept`` and a concept to each broader one by ``broader``. Nodes and edges
     are inserted sorted, so serialisations are byte-identical across runs.
 
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
     >>> g = corpus_graph(corpus)
     >>> sorted({d["kind"] for _, d in g.nodes(data=True)})
     ['concept', 'entity', 'paper']

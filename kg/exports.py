@@ -32,6 +32,7 @@ from pathlib import Path
 
 from kg.errors import InputError
 from kg.model import Corpus
+from kg.text import spreadsheet_cell, xml_safe
 
 RECORD = "build.json"
 # Every name a kg command writes into an export directory; one not written by this build is
@@ -160,8 +161,29 @@ def write_graphml(corpus: Corpus, path: str | Path) -> Path:
     from kg.analysis import corpus_graph
 
     path = Path(path)
-    nx.write_graphml_xml(corpus_graph(corpus), path, named_key_ids=True)
+    nx.write_graphml_xml(xml_safe_graph(corpus_graph(corpus)), path, named_key_ids=True)
     return path
+
+
+def xml_safe_graph(graph):
+    """A copy of ``graph`` (same order) whose ids, keys and text values XML 1.0 can hold.
+
+    >>> import networkx as nx
+    >>> g = nx.MultiDiGraph()
+    >>> g.add_edge("a", "b", key="k\\x00", evidence="form\\x0cfeed")
+    'k\\x00'
+    >>> list(xml_safe_graph(g).edges(keys=True, data=True))
+    [('a', 'b', 'k', {'evidence': 'formfeed'})]
+    """
+    def clean(value):
+        return xml_safe(value) if isinstance(value, str) else value
+
+    out = type(graph)()
+    out.add_nodes_from((clean(n), {k: clean(v) for k, v in d.items()})
+                       for n, d in graph.nodes(data=True))
+    for u, v, key, d in graph.edges(keys=True, data=True):
+        out.add_edge(clean(u), clean(v), key=clean(key), **{k: clean(x) for k, x in d.items()})
+    return out
 
 
 def write_csv(corpus: Corpus, nodes_path: str | Path, edges_path: str | Path) -> None:
@@ -178,16 +200,17 @@ def write_csv(corpus: Corpus, nodes_path: str | Path, edges_path: str | Path) ->
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(NODE_COLUMNS)
         for node, data in graph.nodes(data=True):
-            writer.writerow([node, *(_cell(data.get(c)) for c in NODE_COLUMNS[1:])])
+            writer.writerow([_cell(node), *(_cell(data.get(c)) for c in NODE_COLUMNS[1:])])
     with Path(edges_path).open("w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(EDGE_COLUMNS)
         for source, target, data in graph.edges(data=True):
-            writer.writerow([source, target, *(_cell(data.get(c)) for c in EDGE_COLUMNS[2:])])
+            writer.writerow([_cell(source), _cell(target),
+                             *(_cell(data.get(c)) for c in EDGE_COLUMNS[2:])])
 
 
 def _cell(value: object) -> str:
-    return "" if value is None else str(value)
+    return spreadsheet_cell(value)  # a leading = + - @ would be a formula in a spreadsheet
 
 
 def _input_record(source: str | Path) -> dict[str, object]:

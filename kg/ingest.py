@@ -13,6 +13,7 @@ abstract). Bad records are skipped and reported as ``Skip`` s — one bad record
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import io
@@ -20,11 +21,12 @@ import json
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kg.errors import InputError
 from kg.model import Paper, Skip
+from kg.text import shorten
 
 FORMATS = ("auto", "text", "jsonl", "json", "csv", "tsv")
 
@@ -51,6 +53,17 @@ class IngestOptions:
     # that long is a whole paper or a broken quote that swallowed many rows. Such a record is
     # skipped, not truncated: half a text would give a graph that silently misses its ending.
     max_chars: int = 100_000
+
+    def __post_init__(self) -> None:
+        # Checked here, before any file is read, so a typo is one message, not a skip per file.
+        if self.format not in FORMATS:
+            raise InputError(f"unknown input format {self.format!r}; use one of "
+                             f"{', '.join(FORMATS)}")
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise InputError(f"unknown encoding {self.encoding!r}; use a Python codec name such "
+                             "as utf-8, utf-8-sig, latin-1 or cp1252") from None
 
 
 @dataclass(frozen=True)
@@ -84,10 +97,7 @@ def provisional_label(abstract: str, limit: int = 80) -> str:
     >>> provisional_label("We study caching. It helps.")
     'We study caching.'
     """
-    first = _SENTENCE_END.split(normalise_abstract(abstract), maxsplit=1)[0]
-    if len(first) <= limit:
-        return first
-    return first[: limit - 1].rsplit(" ", 1)[0] + "…"
+    return shorten(_SENTENCE_END.split(normalise_abstract(abstract), maxsplit=1)[0], limit)
 
 
 def _split_list(value: object) -> tuple[str, ...]:
@@ -108,6 +118,18 @@ def _year(value: object, where: str, notices: list[str]) -> int | None:
     return None
 
 
+def _scalar_text(value: object) -> str | None:
+    """A JSON scalar as text: numbers as JSON writes them (``12``, ``1.5``), not Python repr.
+
+    >>> [_scalar_text(v) for v in (12, 12.0, 2.5, " a ", "", None)]
+    ['12', '12', '2.5', 'a', None, None]
+    """
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = "" if value is None else str(value).strip()
+    return text or None
+
+
 def _paper_from_record(
     record: dict, where: str, opts: IngestOptions, notices: list[str]
 ) -> Paper | Skip:
@@ -116,21 +138,25 @@ def _paper_from_record(
         return Skip(where, f"record has no {opts.abstract_field!r} text; add one or remove the "
                     "record (use --abstract-field if the column has another name)")
     abstract = abstract.strip()
-    title = record.get(opts.title_field)
-    title = " ".join(str(title).split()) if title not in (None, "") else None
+    for key in (opts.id_field, opts.title_field, "venue", "year", "url"):
+        if isinstance(record.get(key), dict | list | bool):
+            kind = type(record[key]).__name__.replace("dict", "object").replace("bool", "boolean")
+            return Skip(where, f"{key!r} is a JSON {kind}; give a string or a number")
+    title = _scalar_text(record.get(opts.title_field))
+    title = " ".join(title.split()) if title else None
     size = len(abstract) + len(title or "")
     if size > opts.max_chars:
         return Skip(where, f"record has {size:,} characters of title and abstract, over the "
                     f"{opts.max_chars:,} limit; split it into its papers (a broken quote can "
                     "join many rows), or pass --max-chars if it really is one abstract")
-    given = record.get(opts.id_field)
-    paper_id = str(given).strip() if given not in (None, "") else content_id(abstract)
-    venue = record.get("venue")
+    given = _scalar_text(record.get(opts.id_field))
+    paper_id = given or content_id(abstract)
+    venue = _scalar_text(record.get("venue"))
     year = _year(record.get("year"), where, notices)
     if year is None and venue:
-        match = re.search(r"\b(19|20)\d{2}\b", str(venue))
+        match = re.search(r"\b(19|20)\d{2}\b", venue)
         year = int(match.group(0)) if match else None
-    url = record.get("url") or (given if str(given or "").startswith("http") else None)
+    url = _scalar_text(record.get("url")) or (given if (given or "").startswith("http") else None)
     return Paper(
         id=paper_id,
         abstract=abstract,
@@ -138,9 +164,9 @@ def _paper_from_record(
         label=title or provisional_label(abstract),
         authors=_split_list(record.get("authors")),
         keywords=_split_list(record.get("keywords")),
-        venue=str(venue).strip() if venue else None,
+        venue=venue,
         year=year,
-        url=str(url) if url else None,
+        url=url,
         source=where,
     )
 
@@ -201,44 +227,107 @@ def _records_json(name: str, text: str) -> Iterator[tuple[str, dict | Skip]]:
             yield where, Skip(where, "expected a JSON object")
 
 
+def _physical_rows(lines: list[str], begin: int, delimiter: str
+                   ) -> Iterator[tuple[int, int, list[str]]]:
+    """CSV rows from ``lines[begin:]`` with the physical lines each spans: (first, end, row)."""
+    reader = csv.reader(iter(lines[begin:]), delimiter=delimiter,
+                        quoting=csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL)
+    end = begin
+    for row in reader:
+        first, end = end, begin + reader.line_num
+        yield first, end, row
+
+
+def _well_quoted(raw: str) -> bool:
+    """True when ``raw`` parses as CSV under strict quoting (every quoted field closed, and
+    followed by a delimiter or the end of the line)."""
+    try:
+        list(csv.reader(io.StringIO(raw, newline=""), strict=True))
+    except csv.Error:
+        return False
+    return True
+
+
 def _records_delimited(
     name: str, text: str, delimiter: str, opts: IngestOptions, notices: list[str]
 ) -> Iterator[tuple[str, dict | Skip]]:
     csv.field_size_limit(sys.maxsize)
-    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
-                      quoting=csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL)
-    header = next(rows, None)
-    if header is None:
+    lines = io.StringIO(text, newline="").readlines()  # split as the csv module splits
+    first_row = next(_physical_rows(lines, 0, delimiter), None)
+    if first_row is None:
         return
+    _, pos, header = first_row
     header = [h.strip() for h in header]
     lowered = [h.casefold() for h in header]
-    body_start = 2
     if opts.abstract_field.casefold() not in lowered:
         layout = OPENREVIEW_LAYOUTS.get(len(header))
         if delimiter == "\t" and layout and opts.abstract_field == "abstract":
             notices.append(f"{name}: no header row; read as the OpenReview scraper layout "
                            f"({len(header)} columns)")
-            rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
-                              quoting=csv.QUOTE_NONE)
-            lowered, body_start = list(layout), 1
+            lowered, pos = list(layout), 0
         else:
             raise InputError(
                 f"{name}:1: no {opts.abstract_field!r} column (columns: {', '.join(header)}); "
                 "pass --abstract-field NAME"
             )
-    for number, row in enumerate(rows, start=body_start):
-        where = f"{name}:{number}"
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(lowered):
-            yield where, Skip(where, f"has {len(row)} fields, the header has {len(lowered)}; "
-                              "check quoting/delimiters on this line")
-            continue
-        yield where, dict(zip(lowered, row, strict=True))
+    while pos < len(lines):
+        for first, end, row in _physical_rows(lines, pos, delimiter):
+            pos = end
+            where = f"{name}:{first + 1}"
+            if not any(cell.strip() for cell in row):
+                continue
+            # An unbalanced quote swallows the lines after it into one field. Skip only the
+            # line that opened it and read the swallowed lines again as records of their own.
+            if delimiter != "\t" and end - first > 1 and (
+                    len(row) != len(lowered) or not _well_quoted("".join(lines[first:end]))):
+                yield where, Skip(where, f"unbalanced quote: the field opened here runs on to "
+                                  f"line {end}; close it or double it (\"\"); the lines after "
+                                  "it are read as records of their own")
+                pos = first + 1
+                break
+            if len(row) != len(lowered):
+                yield where, Skip(where, f"has {len(row)} fields, the header has "
+                                  f"{len(lowered)}; check quoting/delimiters on this line")
+                continue
+            yield where, dict(zip(lowered, row, strict=True))
 
 
-def detect_format(name: str, text: str) -> str:
-    """Pick a format from the file extension, else from the content."""
+def _looks_tabular(lines: list[str], delimiter: str, abstract_field: str) -> bool:
+    """A header naming the abstract column, or (TSV only) rows of equal width, ≥ 2 cells filled.
+
+    Plain prose has commas everywhere, so CSV needs the header; it rarely has tabs, and an
+    indented paragraph leaves its first cell empty.
+    """
+    if not lines:
+        return False
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    header = next(csv.reader(lines[:1], delimiter=delimiter, quoting=quoting))
+    if len(header) < 2:
+        return False
+    names = [cell.strip() for cell in header]
+    looks_like_names = all(len(n) <= 40 and not n.endswith(".") for n in names)
+    if looks_like_names and abstract_field.casefold() in (n.casefold() for n in names):
+        return True
+    if delimiter != "\t":
+        return False
+    widths = {line.count("\t") + 1 for line in lines}
+    filled = sum(1 for cell in header if cell.strip())
+    return filled >= 2 and widths == {len(header)} and (
+        len(lines) >= 2 or len(header) in OPENREVIEW_LAYOUTS)
+
+
+def detect_format(name: str, text: str, abstract_field: str = "abstract") -> str:
+    """Pick a format from the file extension, else from the content.
+
+    >>> detect_format("<stdin>", "id\\ttitle\\tabstract\\nt1\\tOne\\tWe study X.\\n")
+    'tsv'
+    >>> detect_format("<stdin>", 'id,abstract\\nc1,"We use X, and Y."\\n')
+    'csv'
+    >>> detect_format("<stdin>", "We use X, and Y.\\n\\nWe study Z.\\n")
+    'text'
+    >>> detect_format("<stdin>", "Abstract, in short: we study X.\\n")
+    'text'
+    """
     suffix = Path(name).suffix.lower()
     by_suffix = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv",
                  ".tsv": "tsv", ".txt": "text", ".md": "text"}
@@ -249,6 +338,11 @@ def detect_format(name: str, text: str) -> str:
         return "json"
     if head == "{":
         return "jsonl"
+    # Sniff the first lines, so a CSV or TSV piped on stdin is not read as one long paragraph.
+    lines = [line for line in text.splitlines()[:50] if line.strip()]
+    for fmt, delimiter in (("tsv", "\t"), ("csv", ",")):
+        if _looks_tabular(lines, delimiter, abstract_field):
+            return fmt
     return "text"
 
 
@@ -280,7 +374,7 @@ def _read_text(source: str | Path, opts: IngestOptions) -> tuple[str, str]:
 def read_source(source: str | Path, opts: IngestOptions = IngestOptions()) -> IngestResult:
     """Read one file (or ``-``); raises InputError when the file as a whole is unusable."""
     name, text = _read_text(source, opts)
-    fmt = opts.format if opts.format != "auto" else detect_format(name, text)
+    fmt = opts.format if opts.format != "auto" else detect_format(name, text, opts.abstract_field)
     notices: list[str] = []
     records: Iterable[tuple[str, dict | Skip]]
     if fmt == "text":
@@ -292,7 +386,11 @@ def read_source(source: str | Path, opts: IngestOptions = IngestOptions()) -> In
         records, text_opts = _records_json(name, text), opts
     elif fmt in ("csv", "tsv"):
         delimiter = "\t" if fmt == "tsv" else ","
-        records, text_opts = _records_delimited(name, text, delimiter, opts, notices), opts
+        # Column names match case-insensitively: the rows are keyed by the casefolded header.
+        text_opts = replace(opts, id_field=opts.id_field.casefold(),
+                            title_field=opts.title_field.casefold(),
+                            abstract_field=opts.abstract_field.casefold())
+        records = _records_delimited(name, text, delimiter, opts, notices)
     else:
         raise InputError(f"unknown input format {fmt!r}; use one of {', '.join(FORMATS)}")
     papers: list[Paper] = []

@@ -14,12 +14,16 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
 from kg.errors import InputError
-from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
+from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResult, Relation, Span
+
+# Characters no IRI may hold (RFC 3987); a concept with one would break graph.nt.
+_IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 
 
 def _span(s: Span) -> dict:
@@ -81,8 +85,38 @@ def read_jsonl(path: Path) -> Corpus:
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise InputError(f"{path}:{number}: not a kg extraction record ({exc}); "
                                  "regenerate it with `kg extract --format jsonl`") from exc
+            problem = _inconsistency(paper, mentions, relations, entities)
+            if problem:
+                raise InputError(f"{path}:{number}: {problem}; regenerate the file with "
+                                 "`kg extract --format jsonl` (or `kg build`)")
             results.append(PaperResult(paper, tuple(mentions), relations))
     return Corpus(tuple(results), dict(sorted(entities.items())))
+
+
+def _inconsistency(paper: Paper, mentions: list, relations: tuple[Relation, ...],
+                   entities: dict[str, Entity]) -> str | None:
+    """Why a record read back cannot be written to RDF or Neo4j, or None.
+
+    Checked on reading, so every sink refuses the same file the same way (exit 2), and nothing
+    unchecked reaches an IRI or a relationship type.
+    """
+    for eid, _ in mentions:
+        entity = entities[eid]
+        if entity.type not in ENTITY_TYPES:
+            return (f"entity {eid!r} has unknown type {entity.type!r} (expected one of "
+                    f"{', '.join(ENTITY_TYPES)})")
+        if entity.concept is not None and (
+                not isinstance(entity.concept, str) or _IRI_BAD.search(entity.concept)):
+            return f"entity {eid!r} has a concept that is not an IRI: {entity.concept!r}"
+    for r in relations:
+        if r.predicate not in PREDICATES:
+            return (f"unknown predicate {r.predicate!r} (expected one of "
+                    f"{', '.join(PREDICATES)})")
+        if r.subject != paper.id and r.subject not in entities:
+            return f"relation subject {r.subject!r} is neither the paper nor a listed entity"
+        if r.object not in entities:
+            return f"relation object {r.object!r} is not a listed entity"
+    return None
 
 
 def merge_corpora(corpora: Iterable[Corpus]) -> Corpus:

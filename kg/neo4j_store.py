@@ -39,6 +39,7 @@ from typing import Any
 
 from kg.errors import InputError, KgError, QueryError, ServiceError
 from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResult, Relation
+from kg.text import shorten
 
 DEFAULT_URI = "bolt://127.0.0.1:7687"
 DEFAULT_BATCH_PAPERS = 250
@@ -193,8 +194,7 @@ def _first_line(exc: BaseException, limit: int = 200) -> str:
     text = (getattr(exc, "message", None) or str(exc) or "").strip()
     line = text.splitlines()[0] if text else type(exc).__name__
     sentence = line.split(". ")[0].rstrip(".")
-    if len(sentence) > limit:
-        sentence = sentence[:limit] + "…"
+    sentence = shorten(sentence, limit)
     code = getattr(exc, "code", None)
     return f"{code}: {sentence}" if code else sentence
 
@@ -228,8 +228,11 @@ def relation_row(paper: Paper, relation: Relation) -> dict[str, Any]:
 
 
 def subject_label(result: PaperResult, relation: Relation, entities: dict[str, Entity]) -> str:
-    """``Paper`` or ``Entity``: what a relation's subject is (and check the object exists)."""
+    """``Paper`` or ``Entity``: what a relation's subject is (checking predicate and object)."""
     where = f"paper {result.paper.id} ({result.paper.source or 'input'})"
+    if relation.predicate not in PREDICATES:
+        raise InputError(f"{where}: unknown predicate {relation.predicate!r}; expected one of "
+                         f"{', '.join(PREDICATES)}")
     if relation.object not in entities:
         raise InputError(f"{where}: relation object {relation.object!r} is not a known entity; "
                          "the extraction file is inconsistent — rebuild it with `kg build`")
@@ -680,14 +683,26 @@ def write_admin_csvs(corpus: Corpus, out_dir: Path, *, vocabulary=None) -> list[
 
 
 def admin_import_script() -> str:
-    """The ``neo4j-admin database import full`` command for the CSVs (run where they are)."""
+    """The ``neo4j-admin database import full`` command for the CSVs (run where they are).
+
+    ``import.sh --schema`` prints the constraints and indexes ``kg neo4j load`` creates, for
+    cypher-shell once the database runs (an admin import creates none).
+    """
     nodes = " ".join(f"--nodes={n}" for n in ("papers.csv", "entities.csv", "concepts.csv"))
     rels = " ".join(f"--relationships={n}" for n in ADMIN_FILES[3:])
+    schema = "".join(f"{statement};\n" for statement in SCHEMA)
     return (
         "#!/usr/bin/env bash\n"
         "# Import the kg graph into an empty database (stop Neo4j first; Neo4j 5.x).\n"
-        "# Usage: ./import.sh [DATABASE]   (then create the constraints: see graph.cypher)\n"
-        "set -euo pipefail\ncd \"$(dirname \"$0\")\"\n"
+        "# Usage: ./import.sh [DATABASE]\n"
+        "# Then start Neo4j and create kg's constraints and indexes:\n"
+        "#   ./import.sh --schema | cypher-shell -u neo4j -p PASSWORD -d DATABASE\n"
+        "set -euo pipefail\n"
+        "if [ \"${1:-}\" = --schema ]; then\n"
+        f"  cat <<'CYPHER'\n{schema}CYPHER\n"
+        "  exit 0\n"
+        "fi\n"
+        "cd \"$(dirname \"$0\")\"\n"
         # The database name goes first: --nodes/--relationships take several files each.
         "neo4j-admin database import full \"${1:-neo4j}\" --overwrite-destination "
         f"--multiline-fields=true --array-delimiter='{ARRAY_DELIMITER}' {nodes} {rels}\n")

@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from kg.errors import InputError, KgError
-from kg.model import ENTITY_TYPES, Corpus, Entity, Paper, Relation
+from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, Relation
 from kg.vocab import BASE, CONCEPT_NS, ENTITY_NS, ONTOLOGY_NS, PAPER_NS, Vocabulary, load_vocabulary
 
 RDF_NS = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -72,7 +72,13 @@ def paper_iri(paper_id: str) -> str:
 
 
 def entity_iri(entity_id: str) -> str:
-    """``ENTITY_NS`` + the id (``"technique/quantization"``); unsafe characters are escaped."""
+    """``ENTITY_NS`` + the id; characters outside an IRI path segment are percent-encoded.
+
+    Every export names entities by this (RDF, GraphML, CSV), so one id has one IRI.
+
+    >>> entity_iri("technique/kv-cache"), entity_iri("method/a+b c")
+    ('https://w3id.org/mlkg/entity/technique/kv-cache', 'https://w3id.org/mlkg/entity/method/a%2Bb%20c')
+    """
     return ENTITY_NS + quote(entity_id, safe="/")
 
 
@@ -153,7 +159,7 @@ def _paper_triples(paper: Paper) -> Iterator[tuple[str, str, str]]:
 
 def _entity_triples(entity: Entity) -> Iterator[tuple[str, str, str]]:
     if entity.type not in ENTITY_TYPES:
-        raise KgError(f"entity {entity.id} has type {entity.type!r}; expected one of "
+        raise InputError(f"entity {entity.id} has type {entity.type!r}; expected one of "
                       f"{', '.join(ENTITY_TYPES)} (re-run `kg build` on the inputs)")
     s = _iri(entity_iri(entity.id))
     yield s, _TYPE, _kg(entity.type)
@@ -197,11 +203,15 @@ def _relation_triples(paper: Paper, relation: Relation, entities: dict[str, Enti
     elif relation.subject in entities:
         subject = _iri(entity_iri(relation.subject))
     else:
-        raise KgError(f"paper {paper.id}: relation subject {relation.subject!r} is neither the "
+        raise InputError(f"paper {paper.id}: relation subject {relation.subject!r} is neither the "
                       "paper nor a known entity; the extraction file is inconsistent — rebuild it")
     if relation.object not in entities:
-        raise KgError(f"paper {paper.id}: relation object {relation.object!r} is not a known "
+        raise InputError(f"paper {paper.id}: relation object {relation.object!r} is not a known "
                       "entity; the extraction file is inconsistent — rebuild it")
+    if relation.predicate not in PREDICATES:
+        # Never paste an unknown predicate into an IRI: `a> <b` would inject a triple.
+        raise InputError(f"paper {paper.id}: unknown predicate {relation.predicate!r}; expected "
+                         f"one of {', '.join(PREDICATES)}")
     obj = _iri(entity_iri(relation.object))
     pred = _kg(relation.predicate)
     yield subject, pred, obj

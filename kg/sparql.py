@@ -477,8 +477,7 @@ def substitutions(bindings: dict[str, str]) -> dict | None:
 
 def saved_queries() -> dict[str, str]:
     """The saved queries shipped in sparql/*.rq, by file stem."""
-    here = Path(__file__).resolve().parent
-    for folder in (here / "_data" / "sparql", here.parent / "sparql"):
-        if folder.is_dir():
-            return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.rq"))}
-    return {}
+    from kg.data import data_dir
+
+    folder = data_dir("sparql")
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.rq"))}

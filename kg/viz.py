@@ -31,6 +31,7 @@ from pathlib import Path
 
 from kg.errors import InputError
 from kg.model import Corpus, PaperResult
+from kg.text import shorten
 
 DEFAULT_MAX_ENTITIES = 500
 DEFAULT_RELATED = 20
@@ -82,14 +83,9 @@ def _paper_counts(corpus: Corpus) -> Counter[str]:
     return Counter(eid for result in corpus for eid in set(result.entity_ids))
 
 
-def _short(text: str, limit: int = 48) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _paper_title(result: PaperResult) -> str:
     paper = result.paper
-    return paper.title or paper.label or _short(paper.abstract, 80) or paper.id
+    return paper.title or paper.label or shorten(paper.abstract, 80) or paper.id
 
 
 def build_view(
@@ -130,7 +126,7 @@ def build_view(
         center = find_paper(corpus, paper).id
         chosen = [by_id[center]] + [by_id[r.paper.id]
                                     for r in related_papers(corpus, center, related)]
-        view, title = "paper", f"{_short(_paper_title(by_id[center]), 80)} and related papers"
+        view, title = "paper", f"{shorten(_paper_title(by_id[center]), 80)} and related papers"
         must = set(by_id[center].entity_ids)  # the paper's own entities always show
         focus_kg = "p:" + center
     elif technique is not None:
@@ -185,14 +181,14 @@ def build_view(
 
     for r in shown:
         p = r.paper
-        idx = add_node("p:" + p.id, _short(p.label or p.title or p.id, 40), "Paper")
+        idx = add_node("p:" + p.id, shorten(p.label or p.title or p.id, 40), "Paper")
         g.papers[str(idx)] = {
             "id": p.id, "label": p.label, "title": p.title, "abstract": p.abstract,
             "venue": p.venue, "year": p.year, "url": p.url, "authors": list(p.authors),
         }
     for eid in sorted(kept_set & {e for r in shown for e in r.entity_ids}):
         e = corpus.entities[eid]
-        idx = add_node("e:" + eid, _short(e.name, 40), e.type)
+        idx = add_node("e:" + eid, shorten(e.name, 40), e.type)
         g.entities[str(idx)] = {"id": e.id, "name": e.name, "type": e.type,
                                 "aliases": list(e.aliases), "concept": e.concept,
                                 "papers": df[eid]}

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kg.errors import VocabularyError
+from kg.errors import KgError, VocabularyError
 from kg.model import ENTITY_TYPES, Concept
 
 BASE = "https://w3id.org/mlkg/"
@@ -34,15 +34,16 @@ _SKOS = "http://www.w3.org/2004/02/skos/core#"
 
 
 def ontology_dir() -> Path:
-    """Where ``kg.ttl`` and ``vocab/`` live: the installed copy, else the source checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_data" / "ontology", here.parent / "ontology"):
-        if (candidate / "vocab").is_dir():
-            return candidate
-    raise VocabularyError(
-        f"cannot find the ontology directory (looked in {here / '_data' / 'ontology'} and "
-        f"{here.parent / 'ontology'}); reinstall kg with `pip install -e .`"
-    )
+    """Where ``kg.ttl`` and ``vocab/`` live (``kg.data.data_dir("ontology")``)."""
+    from kg.data import data_dir
+
+    try:
+        folder = data_dir("ontology")
+    except KgError as exc:
+        raise VocabularyError(str(exc)) from exc
+    if not (folder / "vocab").is_dir():
+        raise VocabularyError(f"{folder} has no vocab/ folder; reinstall kg")
+    return folder
 
 
 @dataclass(frozen=True)

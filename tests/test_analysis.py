@@ -277,3 +277,15 @@ def test_docstring_examples_hold(seed_corpus):
     result = doctest.testmod(analysis, extraglobs={"corpus": seed_corpus},
                              optionflags=doctest.ELLIPSIS)
     assert result.attempted > 10 and result.failed == 0
+
+
+def test_one_shortener_keeps_the_term_marks_every_cut_and_respects_the_width():
+    from kg.text import shorten
+
+    text = "word " * 40 + "the instruction-tuned model wins " + "tail " * 40
+    for width in (20, 40, 80, 160):
+        short = shorten(text, width, around=["instruction-tuned"])
+        assert len(short) <= width and "instruction-tuned" in short
+        assert short.startswith("…") and short.endswith("…")
+    assert shorten("no term here " * 10, 30, around=["absent"]).endswith("…")
+    assert shorten("short", 30, around=["absent"]) == "short"

@@ -130,3 +130,32 @@ def test_techniques_table_has_three_sections(export_dir):
     for heading in ("Techniques by paper count (19 papers)", "Top co-occurring pairs",
                     "Clusters of papers (Louvain, seed 0)"):
         assert heading in result.output
+
+
+LONG_SENTENCE = (
+    "Across a wide range of carefully controlled experiments with many baselines, ablations, "
+    "hyper-parameter sweeps, random seeds, prompts and evaluation protocols spanning several "
+    "domains and languages, we find that our approach works best with instruction-tuned LLaMA "
+    "models.")
+
+
+def test_shared_evidence_is_cut_around_the_matched_name_and_marks_the_cut(tmp_path):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text(json.dumps({"id": "a", "title": "Sweeps", "abstract": LONG_SENTENCE})
+                      + "\n", encoding="utf-8")
+    result = invoke("shared", "llama", str(papers))
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.output.splitlines() if "Model LLaMA:" in line]
+    evidence = line.split("Model LLaMA: ", 1)[1]
+    assert evidence.startswith("…") and len(evidence) <= 160
+    assert "instruction-tuned LLaMA models." in evidence
+    assert evidence[1:] in " ".join(LONG_SENTENCE.split())
+
+
+def test_cypher_table_cells_are_shortened_with_a_visible_mark():
+    from kg.cli.neo4j_cmds import TABLE_CELL, format_rows
+
+    table = format_rows(["evidence"], [{"evidence": LONG_SENTENCE}], "table")
+    cell = table.splitlines()[2]
+    assert cell.endswith("…") and len(cell) <= TABLE_CELL
+    assert LONG_SENTENCE in format_rows(["evidence"], [{"evidence": LONG_SENTENCE}], "csv")

@@ -148,3 +148,61 @@ def test_a_corpus_with_no_entities_still_exports(tmp_path):
     write_csv(corpus, tmp_path / "n.csv", tmp_path / "e.csv")
     rows = (tmp_path / "n.csv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == ",".join(NODE_COLUMNS) and len(rows) == 1 + _expected_counts(corpus)[0]
+
+
+def _hostile_corpus(tmp_path):
+    records = [
+        {"id": "p\x0cf", "title": "=HYPERLINK(\"http://evil.example\",\"x\")\x00 with NUL",
+         "abstract": "We apply knowledge distillation\x0c to ResNet-50 on ImageNet."},
+        {"id": "p2", "title": "@SUM(A1:A9)",
+         "abstract": "We use +quantization and -pruning with LoRA on LLaMA."},
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return run([path])
+
+
+def test_control_characters_in_titles_and_evidence_still_give_valid_graphml(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    corpus = _hostile_corpus(tmp_path)
+    path = write_graphml(corpus, tmp_path / "graph.graphml")
+    ET.parse(path)  # raises on a form feed or NUL
+    graph = nx.read_graphml(path)
+    titles = {d.get("title") for _, d in graph.nodes(data=True) if d["kind"] == "paper"}
+    assert '=HYPERLINK("http://evil.example","x") with NUL' in titles
+    assert any("distillation to ResNet-50" in d.get("evidence", "")
+               for _, _, d in graph.edges(data=True))
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_as_formulas_start_with_a_quote(tmp_path):
+    corpus = _hostile_corpus(tmp_path)
+    write_csv(corpus, tmp_path / "nodes.csv", tmp_path / "edges.csv")
+    cells = []
+    for name in ("nodes.csv", "edges.csv"):
+        with (tmp_path / name).open(encoding="utf-8", newline="") as fh:
+            cells += [cell for row in csv.reader(fh) for cell in row]
+    assert "'@SUM(A1:A9)" in cells
+    assert any(c.startswith("'=HYPERLINK(") for c in cells)
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+
+
+def test_an_entity_has_one_iri_in_graphml_csv_and_rdf(tmp_path):
+    from kg import analysis, rdf
+    from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
+
+    paper = Paper(id="p1", abstract="We propose a+b.")
+    entity = Entity("method/a+b", "Method", "a+b")
+    relation = Relation("p1", "proposes", entity.id, Span(paper.abstract, 0, 15), "test", 0.9)
+    corpus = Corpus((PaperResult(paper, ((entity.id, (Span("a+b", 11, 14),)),), (relation,)),),
+                    {entity.id: entity})
+    assert analysis.entity_iri is rdf.entity_iri and analysis.paper_iri is rdf.paper_iri
+    iri = rdf.entity_iri("method/a+b")
+    assert iri.endswith("/method/a%2Bb")
+    rdf.write_rdf(corpus, tmp_path)
+    write_graphml(corpus, tmp_path / "graph.graphml")
+    write_csv(corpus, tmp_path / "nodes.csv", tmp_path / "edges.csv")
+    assert f"<{iri}>" in (tmp_path / "graph.nt").read_text(encoding="utf-8")
+    assert iri in nx.read_graphml(tmp_path / "graph.graphml")
+    with (tmp_path / "nodes.csv").open(encoding="utf-8", newline="") as fh:
+        assert iri in {row["id"] for row in csv.DictReader(fh)}

@@ -103,3 +103,89 @@ def test_stdin_is_read_when_the_input_is_a_dash():
     out = subprocess.run([sys.executable, "-c", code], input=b'{"id": "s1", "abstract": "x"}\n',
                          capture_output=True, check=True)
     assert out.stdout.decode().strip() == "['s1']"
+
+
+def _kg(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kg", *args], input=stdin, capture_output=True,
+                          cwd=Path(__file__).parent.parent)
+
+
+def test_unknown_encoding_is_a_one_line_message_and_exit_2():
+    out = _kg("extract", str(DATA / "papers.tsv"), "--encoding", "utf-9")
+    assert out.returncode == 2
+    assert out.stderr.decode().strip() == (
+        "Error: unknown encoding 'utf-9'; use a Python codec name such as utf-8, utf-8-sig, "
+        "latin-1 or cp1252")
+
+
+def test_unknown_encoding_is_refused_before_any_file_is_read():
+    with pytest.raises(InputError, match="unknown encoding 'nope'"):
+        IngestOptions(encoding="nope")
+
+
+def test_headerless_openreview_tsv_piped_on_stdin_is_read_as_tsv(corpora_dir):
+    tsv = (corpora_dir / "openreview-2024" / "CoRL_2024_Conference.tsv").read_bytes()
+    rows = len([line for line in tsv.splitlines() if line.strip()])
+    code = ("from kg.ingest import read_source; r = read_source('-'); "
+            "print(len(r.papers), len(r.skipped))")
+    out = subprocess.run([sys.executable, "-c", code], input=tsv, capture_output=True, check=True)
+    assert out.stdout.decode().split() == [str(rows), "0"]
+
+
+def test_csv_with_a_header_piped_on_stdin_is_read_as_csv():
+    data = (DATA / "papers.csv").read_bytes().replace(b"summary", b"abstract")
+    out = _kg("extract", "-", "--id-field", "paper_id", "--title-field", "name", stdin=data)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode().startswith("c1  First\n")
+    assert "2 papers" in out.stdout.decode()
+
+
+def test_prose_with_commas_and_an_indented_paragraph_on_stdin_stays_plain_text():
+    text = b"We use X, Y and Z, and we study W.\n\n\tWe propose a method, V.\n"
+    code = "from kg.ingest import read_source; print(len(read_source('-').papers))"
+    out = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True, check=True)
+    assert out.stdout.decode().strip() == "2"
+
+
+def test_an_unbalanced_quote_skips_its_line_and_keeps_the_records_it_swallowed(tmp_path):
+    path = tmp_path / "quote.csv"
+    path.write_text('id,abstract\na,"We study X.\nb,We study Y.\nc,We study Z.\n'
+                    'd,"A quoted abstract\nover two lines."\n', encoding="utf-8")
+    result = read_source(path)
+    assert [(p.id, p.abstract) for p in result.papers] == [
+        ("b", "We study Y."), ("c", "We study Z."), ("d", "A quoted abstract\nover two lines.")]
+    (skip,) = result.skipped
+    assert skip.source == f"{path}:2"
+    assert "unbalanced quote" in skip.reason and "runs on to line 5" in skip.reason
+
+
+def test_an_unbalanced_quote_closed_by_a_later_record_loses_only_its_own_line(tmp_path):
+    path = tmp_path / "quote.csv"
+    path.write_text('id,abstract\na,"We study X.\nb,We study Y.\nc,"We study Z."\n',
+                    encoding="utf-8")
+    result = read_source(path)
+    assert [p.id for p in result.papers] == ["b", "c"]
+    assert [s.source for s in result.skipped] == [f"{path}:2"]
+
+
+def test_json_numbers_become_their_json_text_and_objects_or_lists_are_skipped(tmp_path):
+    path = tmp_path / "typed.jsonl"
+    path.write_text(
+        '{"id": 12, "title": 3.0, "year": 2024.0, "abstract": "We study X."}\n'
+        '{"id": 1.5, "title": "Real", "abstract": "We study W."}\n'
+        '{"id": {"doi": "10.1/x"}, "abstract": "We study Y."}\n'
+        '{"id": "z", "title": ["T"], "abstract": "We study Z."}\n'
+        '{"id": true, "abstract": "We study V."}\n', encoding="utf-8")
+    result = read_source(path)
+    assert [(p.id, p.title, p.year) for p in result.papers] == [
+        ("12", "3", 2024), ("1.5", "Real", None)]
+    reasons = {s.source.rsplit(":", 1)[1]: s.reason for s in result.skipped}
+    assert reasons == {"3": "'id' is a JSON object; give a string or a number",
+                       "4": "'title' is a JSON list; give a string or a number",
+                       "5": "'id' is a JSON boolean; give a string or a number"}
+
+
+def test_csv_column_options_match_the_header_whatever_its_case():
+    opts = IngestOptions(id_field="Paper_ID", title_field="NAME", abstract_field="Summary")
+    papers = read_source(DATA / "papers.csv", opts).papers
+    assert [(p.id, p.title) for p in papers] == [("c1", "First"), ("c2", "Second")]

@@ -13,7 +13,7 @@ from conftest import ROOT, paper_with
 from rdflib.compare import isomorphic
 
 from kg import rdf
-from kg.errors import InputError, KgError
+from kg.errors import InputError
 from kg.io import read_jsonl, write_jsonl
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
 from kg.pipeline import run
@@ -185,8 +185,20 @@ def test_a_relation_to_an_unknown_entity_is_reported_not_written(tmp_path):
     paper = Paper(id="p1", abstract="We use magic.")
     relation = Relation("p1", "usesTechnique", "technique/magic", Span("We", 0, 2), "r", 0.5)
     corpus = Corpus((PaperResult(paper, (), (relation,)),), {})
-    with pytest.raises(KgError, match="technique/magic"):
+    with pytest.raises(InputError, match="technique/magic"):
         rdf.write_rdf(corpus, tmp_path)
+
+
+def test_an_unknown_predicate_is_refused_never_pasted_into_an_iri(tmp_path):
+    paper = Paper(id="p1", abstract="We use magic.")
+    entity = Entity("technique/magic", "Technique", "magic")
+    injected = 'usesTechnique> <https://evil.example/x> "y" .\n<a> <b'
+    relation = Relation("p1", injected, entity.id, Span("We", 0, 2), "r", 0.5)
+    corpus = Corpus((PaperResult(paper, ((entity.id, (Span("magic", 7, 12),)),), (relation,)),),
+                    {entity.id: entity})
+    with pytest.raises(InputError, match="unknown predicate"):
+        rdf.write_rdf(corpus, tmp_path)
+    assert not (tmp_path / "graph.nt").exists()
 
 
 def test_the_built_graph_conforms_to_the_shapes(exports):

@@ -33,9 +33,23 @@ def _load(graphs: tuple[str, ...], inputs: tuple[str, ...]):
     return load_corpus(sources, progress=show_progress())
 
 
-def _one_line(text: str, width: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[:width - 1].rsplit(" ", 1)[0] + "…"
+EVIDENCE_WIDTH = 160  # characters of an evidence sentence in text output (JSON keeps it whole)
+
+
+def _evidence(text: str, names: tuple[str, ...], aliases: dict[str, tuple[str, ...]]) -> str:
+    """The evidence sentence, cut around the first of ``names`` (or their aliases) in it."""
+    from kg.text import shorten
+
+    terms = [form for name in names for form in (name, *aliases.get(name, ()))]
+    return shorten(text, EVIDENCE_WIDTH, around=terms)
+
+
+def _aliases(corpus) -> dict[str, tuple[str, ...]]:
+    """Entity name → every alias of the entities with that name."""
+    found: dict[str, tuple[str, ...]] = {}
+    for e in corpus.entities.values():
+        found[e.name] = (*found.get(e.name, ()), *e.aliases)
+    return found
 
 
 def _dump(data: object) -> None:
@@ -71,6 +85,7 @@ def related(paper, graphs, inputs, n, fmt):
                "related": [r.as_dict() for r in results]})
         return
     click.echo(f"Related to {target.id}  {paper_label(target)}")
+    aliases = _aliases(corpus)
     if not results:
         click.echo("  no other paper shares a technique, method, model, dataset or task with it")
         return
@@ -78,8 +93,10 @@ def related(paper, graphs, inputs, n, fmt):
         click.echo(f"\n{rank:>2}. {r.score:6.2f}  {r.paper.id}  {paper_label(r.paper)}")
         for s in r.shared:
             click.echo(f"      {s.type} {s.name}  +{s.weight:.2f}")
-            click.echo(f"        this{_via(s.via)}:  {_one_line(s.evidence.text)}")
-            click.echo(f"        other{_via(s.other_via)}: {_one_line(s.other_evidence.text)}")
+            this = _evidence(s.evidence.text, (*s.via, s.name), aliases)
+            other = _evidence(s.other_evidence.text, (*s.other_via, s.name), aliases)
+            click.echo(f"        this{_via(s.via)}:  {this}")
+            click.echo(f"        other{_via(s.other_via)}: {other}")
 
 
 def _via(names: tuple[str, ...]) -> str:
@@ -117,12 +134,13 @@ def shared(technique, graphs, inputs, fmt):
         click.echo(f"{technique}: known, but no paper in this graph uses it")
         return
     click.echo(f"{technique}: {len(uses)} paper{'s' if len(uses) != 1 else ''}")
+    aliases = _aliases(corpus)
     for use in uses:
         click.echo(f"\n{use.paper.id}  {paper_label(use.paper)}")
         for u in use.uses:
             narrower = "" if u.direct else " (narrower)"
-            click.echo(f"    {u.entity.type} {u.entity.name}{narrower}: "
-                       f"{_one_line(u.evidence.text)}")
+            evidence = _evidence(u.evidence.text, (u.entity.name,), aliases)
+            click.echo(f"    {u.entity.type} {u.entity.name}{narrower}: {evidence}")
 
 
 @click.command()

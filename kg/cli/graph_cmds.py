@@ -201,6 +201,7 @@ def sparql(query, graph, fmt, binds, max_results):
 
 def _short(binding: dict | None, width: int = 70) -> str:
     from kg.rdf import PREFIXES
+    from kg.text import shorten
 
     if not binding:
         return ""
@@ -212,8 +213,7 @@ def _short(binding: dict | None, width: int = 70) -> str:
             value = f"{prefix}:{value[len(best):]}"
         else:
             value = f"<{value}>"
-    value = " ".join(value.split())
-    return value if len(value) <= width else value[: width - 1] + "…"
+    return shorten(value, width)
 
 
 def _print_table(doc: dict) -> None:

@@ -13,8 +13,9 @@ import click
 
 from kg.cli.common import input_options, report_skips, show_progress
 from kg.errors import QueryError
+from kg.text import shorten
 
-CYPHER_DIR = Path(__file__).resolve().parent.parent.parent / "cypher"
+TABLE_CELL = 60  # characters of one cell in `kg cypher`'s table output
 
 
 def connection_options(func: Callable) -> Callable:
@@ -105,13 +106,16 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
 
 def resolve_query_file(name: str) -> Path:
     """A path, or the name of a saved query in cypher/ (with or without ``.cypher``)."""
+    from kg.data import data_dir
+
     path = Path(name)
     if path.is_file():
         return path
-    for candidate in (CYPHER_DIR / name, CYPHER_DIR / f"{name}.cypher"):
+    folder = data_dir("cypher")
+    for candidate in (folder / name, folder / f"{name}.cypher"):
         if candidate.is_file():
             return candidate
-    saved = sorted(p.stem for p in CYPHER_DIR.glob("*.cypher")) if CYPHER_DIR.is_dir() else []
+    saved = sorted(p.stem for p in folder.glob("*.cypher"))
     raise QueryError(f"{name}: no such file or saved query"
                      + (f"; saved queries: {', '.join(saved)}" if saved else ""))
 
@@ -146,11 +150,12 @@ def format_rows(keys: list[str], rows: list[dict], fmt: str) -> str:
         writer.writerow(keys)
         writer.writerows([_cell(r[k]) for k in keys] for r in rows)
         return buf.getvalue()
-    cells = [[_cell(r[k]) for k in keys] for r in rows]
-    widths = [min(60, max([len(k)] + [len(c[i]) for c in cells])) for i, k in enumerate(keys)]
+    # Long cells are shortened with a visible "…" (the JSON and CSV formats keep them whole).
+    cells = [[shorten(_cell(r[k]), TABLE_CELL) for k in keys] for r in rows]
+    widths = [max([len(k)] + [len(c[i]) for c in cells]) for i, k in enumerate(keys)]
 
     def line(values: list[str]) -> str:
-        return "  ".join(v[:60].ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
 
     out = [line(keys), line(["-" * w for w in widths])]
     out.extend(line(c) for c in cells)
