@@ -89,10 +89,12 @@ class SharedEntity:
     other_evidence: Span  # in the related paper
     via: tuple[str, ...] = ()
     other_via: tuple[str, ...] = ()
+    confidence: float = 1.0  # the lower of the two papers' relation confidences
 
     def as_dict(self) -> dict[str, object]:
         return {"key": self.key, "name": self.name, "type": self.type,
-                "weight": round(self.weight, 4), "via": list(self.via),
+                "weight": round(self.weight, 4), "confidence": self.confidence,
+                "via": list(self.via),
                 "other_via": list(self.other_via),
                 "evidence": _span_dict(self.evidence),
                 "other_evidence": _span_dict(self.other_evidence)}
@@ -118,6 +120,8 @@ class Usage:
     entity: Entity
     evidence: Span
     direct: bool  # the entity itself matched the query (not a narrower concept)
+    confidence: float = 1.0  # of the relation the evidence comes from
+    used: bool = True  # False: the paper only mentions it (negated, contrasted, prior work)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +134,8 @@ class PaperUse:
     def as_dict(self) -> dict[str, object]:
         return {"id": self.paper.id, "label": paper_label(self.paper), "uses": [
             {"entity": u.entity.id, "name": u.entity.name, "type": u.entity.type,
-             "direct": u.direct, "evidence": _span_dict(u.evidence)} for u in self.uses]}
+             "direct": u.direct, "used": u.used, "confidence": u.confidence,
+             "evidence": _span_dict(u.evidence)} for u in self.uses]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +196,9 @@ class AnalysisIndex:
     concept_labels: dict[str, tuple[str, ...]]  # casefolded pref/alt label → concept IRIs
     broader: dict[str, frozenset[str]]  # feature key → keys of all its broader concepts
     vocab: Vocabulary = field(repr=False)
+    confidence: dict[tuple[str, str], float] = field(default_factory=dict)  # like evidence
+    used: frozenset[tuple[str, str]] = frozenset()  # (paper id, entity id) the paper uses
+    include_mentions: bool = False  # built over every mention, not only uses
 
     @property
     def n_papers(self) -> int:
@@ -201,18 +209,19 @@ class AnalysisIndex:
         return self.idf[key] * TYPE_WEIGHTS.get(self.info[key][1], 0.0)
 
 
-def _best_evidence(result: PaperResult) -> dict[str, Span]:
-    """Per entity: the evidence of its strongest non-"mentions" relation, else its sentence."""
-    best: dict[str, tuple[tuple, Span]] = {}
+def _best_evidence(result: PaperResult) -> dict[str, tuple[Span, float]]:
+    """Per entity: the evidence and confidence of its strongest non-"mentions" relation, else
+    of its mention."""
+    best: dict[str, tuple[tuple, Span, float]] = {}
     for rel in result.relations:
         if rel.subject != result.paper.id:
             continue
         rank = (rel.predicate == "mentions", -rel.confidence, rel.evidence.start)
         if rel.object not in best or rank < best[rel.object][0]:
-            best[rel.object] = (rank, rel.evidence)
-    out = {eid: span for eid, (_, span) in best.items()}
+            best[rel.object] = (rank, rel.evidence, rel.confidence)
+    out = {eid: (span, confidence) for eid, (_, span, confidence) in best.items()}
     for eid, spans in result.mentions:
-        out.setdefault(eid, spans[0])
+        out.setdefault(eid, (spans[0], 0.5))
     return out
 
 
@@ -231,8 +240,13 @@ def _ancestor_depths(vocab: Vocabulary, iri: str) -> dict[str, int]:
     return depths
 
 
-def build_index(corpus: Corpus, vocab: Vocabulary | None = None) -> AnalysisIndex:
-    """Build the query index of ``corpus`` (linear in its size). Prefer ``analysis_index``."""
+def build_index(corpus: Corpus, vocab: Vocabulary | None = None, *,
+                include_mentions: bool = False, min_confidence: float = 0.0) -> AnalysisIndex:
+    """Build the query index of ``corpus`` (linear in its size). Prefer ``analysis_index``.
+
+    A paper counts for an entity when it uses it (``PaperResult.used_ids``) with a relation of
+    at least ``min_confidence``; ``include_mentions`` counts mere mentions too.
+    """
     vocab = vocab or load_vocabulary()
     entities = corpus.entities
     concept_entity = {e.concept: eid for eid, e in sorted(entities.items()) if e.concept}
@@ -240,15 +254,23 @@ def build_index(corpus: Corpus, vocab: Vocabulary | None = None) -> AnalysisInde
     papers: dict[str, PaperResult] = {}
     features: dict[str, dict[str, _Feature]] = {}
     evidence: dict[tuple[str, str], Span] = {}
+    confidence: dict[tuple[str, str], float] = {}
+    used: set[tuple[str, str]] = set()
+    counted: dict[str, tuple[str, ...]] = {}
     depths_of: dict[str, dict[str, int]] = {}
     for result in corpus.results:
         pid = result.paper.id
         papers[pid] = result
-        for eid, span in _best_evidence(result).items():
+        for eid, (span, conf) in _best_evidence(result).items():
             evidence[(pid, eid)] = span
+            confidence[(pid, eid)] = conf
+        used.update((pid, eid) for eid in result.used_ids)
+        counted[pid] = tuple(eid for eid in (
+            result.entity_ids if include_mentions else result.used_ids)
+            if confidence.get((pid, eid), 0.0) >= min_confidence)
         own: dict[str, _Feature] = {}
         inherited: dict[str, list[tuple[int, str]]] = defaultdict(list)
-        for eid in result.entity_ids:
+        for eid in counted[pid]:
             entity = entities.get(eid)
             if entity is None or entity.type not in TYPE_WEIGHTS:
                 continue
@@ -284,8 +306,8 @@ def build_index(corpus: Corpus, vocab: Vocabulary | None = None) -> AnalysisInde
         for key in own:
             postings_lists[key].append(pid)
     entity_papers: dict[str, list[str]] = defaultdict(list)
-    for pid, result in papers.items():
-        for eid in result.entity_ids:
+    for pid in papers:
+        for eid in counted[pid]:
             entity_papers[eid].append(pid)
     n = len(papers)
     postings = {k: tuple(v) for k, v in sorted(postings_lists.items())}
@@ -317,13 +339,14 @@ def build_index(corpus: Corpus, vocab: Vocabulary | None = None) -> AnalysisInde
                          tuple((pid, f"{r.paper.label}\0{r.paper.title or ''}".casefold())
                                for pid, r in papers.items()),
                          labels, {k: tuple(sorted(v)) for k, v in concept_labels.items()},
-                         broader, vocab)
+                         broader, vocab, confidence, frozenset(used), include_mentions)
 
 
-_INDEXES: dict[int, tuple[weakref.ref, AnalysisIndex]] = {}
+_INDEXES: dict[tuple[int, bool, float], tuple[weakref.ref, AnalysisIndex]] = {}
 
 
-def analysis_index(corpus: Corpus) -> AnalysisIndex:
+def analysis_index(corpus: Corpus, include_mentions: bool = False,
+                   min_confidence: float = 0.0) -> AnalysisIndex:
     """The index of ``corpus``, built on first use and kept while the corpus lives.
 
     >>> from kg.pipeline import run
@@ -331,11 +354,12 @@ def analysis_index(corpus: Corpus) -> AnalysisIndex:
     >>> analysis_index(corpus) is analysis_index(corpus)
     True
     """
-    cached = _INDEXES.get(id(corpus))
+    key = (id(corpus), include_mentions, min_confidence)
+    cached = _INDEXES.get(key)
     if cached is not None and cached[0]() is corpus:
         return cached[1]
-    index = build_index(corpus)
-    key = id(corpus)
+    index = build_index(corpus, include_mentions=include_mentions,
+                        min_confidence=min_confidence)
     _INDEXES[key] = (weakref.ref(corpus), index)
     weakref.finalize(corpus, _INDEXES.pop, key, None)
     return index
@@ -390,11 +414,14 @@ def find_paper(corpus: Corpus, reference: str) -> Paper:
 # ------------------------------------------------------------------ related
 
 
-def related(corpus: Corpus, paper_id: str, n: int = 10) -> list[RelatedPaper]:
+def related(corpus: Corpus, paper_id: str, n: int = 10, *, include_mentions: bool = False,
+            min_confidence: float = 0.0) -> list[RelatedPaper]:
     """The ``n`` papers sharing most with ``paper_id``, rarest shares weighing most.
 
     ``paper_id`` may also be an id prefix or title/label words (see ``find_paper``). Papers
-    sharing nothing with positive weight are left out; ties go by paper id.
+    sharing nothing with positive weight are left out; ties go by paper id. What papers only
+    mention (negated, contrasted, prior work) is not shared unless ``include_mentions``;
+    relations below ``min_confidence`` do not count.
 
     >>> from kg.pipeline import run
     >>> corpus = run(["examples/iclr2025-seed.txt"])
@@ -402,7 +429,7 @@ def related(corpus: Corpus, paper_id: str, n: int = 10) -> list[RelatedPaper]:
     >>> "LOTOS" in labels and "Rotated Runtime Smooth" in labels
     True
     """
-    index = analysis_index(corpus)
+    index = analysis_index(corpus, include_mentions, min_confidence)
     pid = find_paper(corpus, paper_id).id
     mine = index.features[pid]
     # Pass 1, over the inverted index: an upper bound per paper (every common feature counted).
@@ -450,18 +477,24 @@ def _shared_between(index: AnalysisIndex, a: str, b: str) -> tuple[SharedEntity,
         out.append(SharedEntity(key, name, type_, weight * min(fa[key].factor, fb[key].factor),
                                 index.evidence[(a, via_a[0])], index.evidence[(b, via_b[0])],
                                 tuple(index.info[v][0] for v in fa[key].via),
-                                tuple(index.info[v][0] for v in fb[key].via)))
+                                tuple(index.info[v][0] for v in fb[key].via),
+                                min(index.confidence[(a, via_a[0])],
+                                    index.confidence[(b, via_b[0])])))
     return tuple(sorted(out, key=lambda s: (-s.weight, s.name.casefold(), s.key)))
 
 
 # ------------------------------------------------------------------ shared
 
 
-def shared(corpus: Corpus, query: str) -> list[PaperUse]:
+def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
+           min_confidence: float = 0.0) -> list[PaperUse]:
     """Every paper using ``query`` or a narrower concept, with an evidence sentence per use.
 
     ``query`` matches entity names and aliases and vocabulary labels (any case). A known
     concept no paper uses gives ``[]``; an unknown name raises NotFoundError with suggestions.
+    Papers that only mention it (negated, contrasted, prior work) are left out unless
+    ``include_mentions`` (their ``Usage.used`` is False); so are relations below
+    ``min_confidence``.
 
     >>> from kg.pipeline import run
     >>> corpus = run(["examples/iclr2025-seed.txt"])
@@ -473,7 +506,7 @@ def shared(corpus: Corpus, query: str) -> list[PaperUse]:
     ...     print(exc.suggestions[0])
     KV caching
     """
-    index = analysis_index(corpus)
+    index = analysis_index(corpus, include_mentions, min_confidence)
     folded = " ".join(query.split()).casefold()
     direct = set(index.names.get(folded, ()))
     vocab = index.vocab
@@ -500,7 +533,8 @@ def shared(corpus: Corpus, query: str) -> list[PaperUse]:
         is_direct = eid in direct or index.entities[eid].concept in concepts
         for pid in index.entity_papers.get(eid, ()):
             by_paper[pid].append(Usage(index.entities[eid], index.evidence[(pid, eid)],
-                                       is_direct))
+                                       is_direct, index.confidence[(pid, eid)],
+                                       (pid, eid) in index.used))
     ordered = sorted(by_paper, key=index.order.__getitem__)
     return [PaperUse(index.papers[pid].paper, tuple(sorted(by_paper[pid], key=lambda u: (
         not u.direct, u.evidence.start, u.entity.id)))) for pid in ordered]
@@ -512,7 +546,7 @@ def shared(corpus: Corpus, query: str) -> list[PaperUse]:
 def technique_counts(
     corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES,
 ) -> list[tuple[Entity, int]]:
-    """Entities of ``types`` with the number of papers mentioning each, most used first.
+    """Entities of ``types`` with the number of papers using each, most used first.
 
     >>> from kg.pipeline import run
     >>> corpus = run(["examples/iclr2025-seed.txt"])
@@ -555,9 +589,13 @@ def cooccurrence(
     index = analysis_index(corpus)
     wanted = set(types)
     counts: Counter[tuple[str, str]] = Counter()
-    for result in index.papers.values():
-        ids = sorted({eid for eid in result.entity_ids if eid in index.entities
-                      and index.entities[eid].type in wanted})
+    papers_of: dict[str, list[str]] = defaultdict(list)
+    for eid, pids in index.entity_papers.items():
+        if eid in index.entities and index.entities[eid].type in wanted:
+            for pid in pids:
+                papers_of[pid].append(eid)
+    for pid in index.papers:
+        ids = sorted(set(papers_of.get(pid, ())))
         for i, a in enumerate(ids):
             for b in ids[i + 1:]:
                 counts[(a, b)] += 1

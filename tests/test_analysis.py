@@ -217,7 +217,7 @@ def test_technique_counts_count_papers(seed_corpus):
     assert counts
     for entity, count in counts:
         assert entity.type in analysis.TECHNIQUE_TYPES
-        assert count == sum(entity.id in r.entity_ids for r in seed_corpus.results)
+        assert count == sum(entity.id in r.used_ids for r in seed_corpus.results)
     assert [c for _, c in counts] == sorted((c for _, c in counts), reverse=True)
     assert {e.id for e, _ in counts} == {
         eid for eid, e in index.entities.items()
@@ -237,7 +237,7 @@ def test_cooccurrence_counts_pairs_once_per_paper(seed_corpus):
     assert pairs[("method/fastercache", "technique/classifier-free-guidance")] >= 1
     assert all(a < b for a, b in pairs)
     for (a, b), count in pairs.items():
-        assert count == sum(a in r.entity_ids and b in r.entity_ids for r in seed_corpus.results)
+        assert count == sum(a in r.used_ids and b in r.used_ids for r in seed_corpus.results)
     assert "method/fastercache" in faster.entity_ids
 
 

@@ -145,8 +145,8 @@ def test_shared_evidence_is_cut_around_the_matched_name_and_marks_the_cut(tmp_pa
                       + "\n", encoding="utf-8")
     result = invoke("shared", "llama", str(papers))
     assert result.exit_code == 0, result.output
-    (line,) = [line for line in result.output.splitlines() if "Model LLaMA:" in line]
-    evidence = line.split("Model LLaMA: ", 1)[1]
+    (line,) = [line for line in result.output.splitlines() if "Model LLaMA [" in line]
+    evidence = line.split("]: ", 1)[1]
     assert evidence.startswith("…") and len(evidence) <= 160
     assert "instruction-tuned LLaMA models." in evidence
     assert evidence[1:] in " ".join(LONG_SENTENCE.split())
@@ -159,3 +159,40 @@ def test_cypher_table_cells_are_shortened_with_a_visible_mark():
     cell = table.splitlines()[2]
     assert cell.endswith("…") and len(cell) <= TABLE_CELL
     assert LONG_SENTENCE in format_rows(["evidence"], [{"evidence": LONG_SENTENCE}], "csv")
+
+
+NEGATED = [
+    {"id": "uses", "title": "Fast serving",
+     "abstract": "We use KV caching and INT4 quantization to serve LLaMA models quickly."},
+    {"id": "negates", "title": "Cache-free serving",
+     "abstract": "Our method requires neither caching past activations nor INT4 quantization, "
+                 "and serves LLaMA models quickly."},
+    {"id": "other", "title": "Graphs",
+     "abstract": "We train graph neural networks on molecules with contrastive learning."},
+]
+
+
+def test_shared_lists_papers_that_use_it_and_mentions_only_on_request(tmp_path):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in NEGATED), encoding="utf-8")
+    used = json.loads(invoke("shared", "caching", str(papers), "--format", "json").output)
+    assert [p["id"] for p in used["papers"]] == ["uses"]
+    both = invoke("shared", "caching", str(papers), "--include-mentions")
+    assert both.exit_code == 0, both.output
+    assert "negates" in both.output and "(mentions only)" in both.output
+    strict = json.loads(invoke("shared", "caching", str(papers), "--min-confidence", "0.95",
+                               "--format", "json").output)
+    assert strict["papers"] == []
+    assert all(u["confidence"] >= 0.5 for p in used["papers"] for u in p["uses"])
+
+
+def test_related_does_not_link_papers_through_what_one_only_mentions(tmp_path):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in NEGATED), encoding="utf-8")
+    out = json.loads(invoke("related", "uses", str(papers), "--format", "json").output)
+    shared = {s["name"] for r in out["related"] for s in r["shared"]}
+    assert "LLaMA" in shared and "KV caching" not in shared and "caching" not in shared
+    assert not {"INT4 quantization", "quantization"} & shared
+    both = json.loads(invoke("related", "uses", str(papers), "--format", "json",
+                             "--include-mentions").output)
+    assert {"INT4 quantization"} <= {s["name"] for r in both["related"] for s in r["shared"]}

@@ -56,30 +56,51 @@ def _dump(data: object) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
+USE_OPTIONS = [
+    click.option("--include-mentions", is_flag=True,
+                 help="Also count papers that only mention it (negated, contrasted or "
+                      "attributed to prior work); by default only papers that use it count."),
+    click.option("--min-confidence", type=click.FloatRange(0, 1), default=0.0,
+                 show_default=True,
+                 help="Ignore relations less sure than this (each line shows its confidence)."),
+]
+
+
+def _use_options(func):
+    for option in reversed(USE_OPTIONS):
+        func = option(func)
+    return func
+
+
 @click.command()
 @click.argument("paper")
 @_graph_options
 @click.option("-n", "--limit", "n", type=click.IntRange(1), default=10, show_default=True,
               help="How many related papers.")
+@_use_options
 @FORMAT
-def related(paper, graphs, inputs, n, fmt):
+def related(paper, graphs, inputs, n, include_mentions, min_confidence, fmt):
     """Papers related to PAPER by shared techniques, methods, models, datasets (and tasks).
 
     Shared entities weigh by rarity (IDF) — a rare dataset says more than "Transformer".
-    Each result lists what is shared and the sentence saying so in both papers.
-    PAPER is a paper id, a unique id prefix, or part of the paper's label or title.
+    Each result lists what is shared, the confidence of the weaker of the two relations, and
+    the sentence saying so in both papers. What a paper only mentions (negated, contrasted,
+    prior work) is not shared unless --include-mentions. PAPER is a paper id, a unique id
+    prefix, or part of the paper's label or title.
 
     \b
     Examples:
       kg related "Rotated Runtime Smooth" --graph exports/
       kg related p-05c5 examples/iclr2025-seed.txt --format json
+      kg related LOTOS --graph exports/ --min-confidence 0.8
     """
     from kg.analysis import find_paper, paper_label
     from kg.analysis import related as related_papers
 
     corpus = _load(graphs, inputs)
     target = find_paper(corpus, paper)
-    results = related_papers(corpus, target.id, n=n)
+    results = related_papers(corpus, target.id, n=n, include_mentions=include_mentions,
+                             min_confidence=min_confidence)
     if fmt == "json":
         _dump({"paper": {"id": target.id, "label": paper_label(target)},
                "related": [r.as_dict() for r in results]})
@@ -92,7 +113,7 @@ def related(paper, graphs, inputs, n, fmt):
     for rank, r in enumerate(results, start=1):
         click.echo(f"\n{rank:>2}. {r.score:6.2f}  {r.paper.id}  {paper_label(r.paper)}")
         for s in r.shared:
-            click.echo(f"      {s.type} {s.name}  +{s.weight:.2f}")
+            click.echo(f"      {s.type} {s.name}  +{s.weight:.2f}  (confidence {s.confidence:.2f})")
             this = _evidence(s.evidence.text, (*s.via, s.name), aliases)
             other = _evidence(s.other_evidence.text, (*s.other_via, s.name), aliases)
             click.echo(f"        this{_via(s.via)}:  {this}")
@@ -110,23 +131,29 @@ def _via(names: tuple[str, ...]) -> str:
 @click.command()
 @click.argument("technique")
 @_graph_options
+@_use_options
 @FORMAT
-def shared(technique, graphs, inputs, fmt):
+def shared(technique, graphs, inputs, include_mentions, min_confidence, fmt):
     """Every paper using TECHNIQUE or a narrower concept, with the sentence saying so.
 
     TECHNIQUE is matched against entity names, aliases and vocabulary labels (any case);
-    narrower concepts come from the vocabulary (e.g. "caching" includes "KV cache").
+    narrower concepts come from the vocabulary (e.g. "caching" includes "KV cache"). A paper
+    that only mentions it — "requires neither caching", "unlike quantization", "prior work
+    used caching" — is not listed unless --include-mentions (then marked "mentions only").
+    Each line shows the relation's confidence; --min-confidence drops the less sure ones.
 
     \b
     Examples:
       kg shared caching --graph exports/
       kg shared "KV cache" examples/iclr2025-seed.txt --format json
+      kg shared quantization --graph exports/ --include-mentions
     """
     from kg.analysis import paper_label
     from kg.analysis import shared as shared_papers
 
     corpus = _load(graphs, inputs)
-    uses = shared_papers(corpus, technique)
+    uses = shared_papers(corpus, technique, include_mentions=include_mentions,
+                         min_confidence=min_confidence)
     if fmt == "json":
         _dump({"query": technique, "papers": [u.as_dict() for u in uses]})
         return
@@ -139,8 +166,10 @@ def shared(technique, graphs, inputs, fmt):
         click.echo(f"\n{use.paper.id}  {paper_label(use.paper)}")
         for u in use.uses:
             narrower = "" if u.direct else " (narrower)"
+            mention = "" if u.used else " (mentions only)"
             evidence = _evidence(u.evidence.text, (u.entity.name,), aliases)
-            click.echo(f"    {u.entity.type} {u.entity.name}{narrower}: {evidence}")
+            click.echo(f"    {u.entity.type} {u.entity.name}{narrower}{mention} "
+                       f"[{u.confidence:.2f}]: {evidence}")
 
 
 @click.command()

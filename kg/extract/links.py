@@ -115,7 +115,9 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
     prior_from: dict[int, int | None] = {}
     for k, c in enumerate(chosen):
         reason = None
-        if c.type not in ("Task", "Metric") and c.span.start > title_end:
+        if d.text[c.span.end:c.span.end + 5].lower() in ("-free", " free"):
+            reason = "negated"  # "cache-free", "training-free", "tuning free"
+        elif c.type not in ("Task", "Metric") and c.span.start > title_end:
             sentence = d.sentence_of(c.span.start)
             if sentence.start not in prior_from:
                 text = d.text[sentence.start:sentence.end]
