@@ -288,7 +288,10 @@ def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
         if g.relations is not None:
             _score_relations(g, result, corpus, entity_forms, report, errors)
         report.errors.append(errors)
-        predicted_techniques.append({e.id for e, _ in predicted if e.type == "Technique"})
+        # Papers share what they use, as kg shared counts it: not what one only mentions.
+        used = set(result.used_ids)
+        predicted_techniques.append({e.id for e, _ in predicted
+                                     if e.type == "Technique" and e.id in used})
         techniques = [ge for ge in g.entities if ge.type == "Technique"]
         gold_techniques.append(({ge.name.casefold() for ge in techniques if ge.core},
                                 {ge.name.casefold() for ge in techniques}))
