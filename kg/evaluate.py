@@ -127,7 +127,9 @@ def find_corpora(gold_path: Path) -> Path | None:
     return None
 
 
-def _source_text(source: dict, corpora: Path | None, where: str) -> tuple[str | None, str]:
+def _source_text(source: dict, corpora: Path | None, where: str
+                 ) -> tuple[str | None, str, tuple[str, ...]]:
+    """Title, abstract and author keywords of the referenced corpus row."""
     if corpora is None:
         raise InputError(f"{where}: the record refers to {source.get('corpus')}/"
                          f"{source.get('file')} but no corpora directory was found; pass "
@@ -142,7 +144,9 @@ def _source_text(source: dict, corpora: Path | None, where: str) -> tuple[str | 
             from exc
     layout = OPENREVIEW_LAYOUTS.get(len(fields))
     if layout:
-        return fields[layout.index("title")], fields[layout.index("abstract")]
+        keywords = tuple(k.strip() for k in fields[layout.index("keywords")].split(";")
+                         if k.strip()) if "keywords" in layout else ()
+        return fields[layout.index("title")], fields[layout.index("abstract")], keywords
     raise InputError(f"{where}: {path}:{source['line']} has {len(fields)} fields, expected 9/11")
 
 
@@ -163,8 +167,9 @@ def load_gold(path: Path, corpora: Path | None = None) -> list[GoldPaper]:
             raise InputError(f"{where}: malformed JSON ({exc.msg})") from exc
         if "abstract" in record:
             title, abstract = record.get("title"), record["abstract"]
+            keywords: tuple[str, ...] = ()
         else:
-            title, abstract = _source_text(record.get("source", {}), corpora, where)
+            title, abstract, keywords = _source_text(record.get("source", {}), corpora, where)
             if record.get("sha1") and hashlib.sha1(abstract.encode()).hexdigest() != \
                     record["sha1"]:
                 raise InputError(f"{where}: the source abstract changed (sha1 mismatch)")
@@ -179,7 +184,7 @@ def load_gold(path: Path, corpora: Path | None = None) -> list[GoldPaper]:
         if "relations" in record:
             relations = tuple(_gold_relation(r, entities, where) for r in record["relations"])
         paper = Paper(id=f"gold-{number}", abstract=abstract.strip(), title=title or None,
-                      label=title or "", source=where)
+                      label=title or "", keywords=keywords, source=where)
         papers.append(GoldPaper(paper, tuple(entities), relations))
     return papers
 
