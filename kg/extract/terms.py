@@ -61,6 +61,9 @@ _STRONG_BEFORE = re.compile(
     r"based\s+on|rel(?:y|ies|ying)\s+on|incorporat\w+|combin\w+\s+with|built\s+on|"
     r"powered\s+by|driven\s+by|enabled\s+by)\s+(?:the\s+|a\s+|an\s+)?$", re.IGNORECASE)
 TERM_CONFIDENCE = 0.6
+# Heads that combine with anything ("robot training", "batch inference", "neural network
+# optimization"): such a term is kept in a strong context only, never for recurring.
+_WEAK_HEADS = {"training", "inference", "optimization"}
 
 
 def term_candidates(d: Document, prior: Sequence[Candidate]) -> list[tuple[Candidate, bool]]:
@@ -127,7 +130,8 @@ def promote_recurring(extractions: Sequence[Extraction]) -> list[Extraction]:
         papers_with.update(keys)
     out = []
     for ex in extractions:
-        keep = [c for c in ex.pending if papers_with[match_key(c.span.text)] >= 2]
+        keep = [c for c in ex.pending if papers_with[match_key(c.span.text)] >= 2
+                and c.span.text.rsplit(" ", 1)[-1].lower() not in _WEAK_HEADS]
         if not keep:
             out.append(replace(ex, pending=()) if ex.pending else ex)
             continue
