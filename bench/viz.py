@@ -3,10 +3,12 @@
     .venv/bin/python bench/viz.py [--corpora ../shared/corpora] [--workers 2]
                                   [--max-entities N] [--graph extraction.jsonl] [-o out.html]
 
-Builds the corpus with kg.pipeline.run (or reads --graph), then prints: seconds to write the
-HTML (target < 10 s), file size (target < 20 MB), and the first render in headless Chromium —
-navigation start to vis-network's first drawn frame (target < 5 s) — plus console errors and
-network requests seen. One run; figures, not assertions (exit 1 only if a target is missed).
+Builds the corpus with kg.pipeline.run (or reads --graph), then writes the default page (the
+technique map at this size; --view graph for papers and entities) and prints: seconds to
+write the HTML, file size (target < 10 MB), the first render in headless Chromium —
+navigation start to the first frame with labels placed (target < 2 s) — the redraw after a
+pan, timed inside the page (target < 100 ms), plus console errors and network requests seen.
+One run; figures, not assertions (exit 1 only if a target is missed).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def main() -> int:
     parser.add_argument("--graph", type=Path, default=None,
                         help="An extraction JSONL (kg extract --format jsonl) to skip extraction.")
     parser.add_argument("-o", "--output", type=Path, default=None)
+    parser.add_argument("--view", choices=("auto", "map", "graph"), default="auto")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
@@ -49,7 +52,7 @@ def main() -> int:
 
     output = args.output or Path(tempfile.mkdtemp(prefix="kg-viz-bench-")) / "graph.html"
     t0 = time.perf_counter()
-    summary = write_viz(corpus, output, max_entities=args.max_entities)
+    summary = write_viz(corpus, output, max_entities=args.max_entities, view=args.view)
     write_s = time.perf_counter() - t0
     size_mb = summary.bytes / 1e6
     print(f"html:   {output}")
@@ -57,10 +60,10 @@ def main() -> int:
           f"{summary.edges} edges")
     if summary.notice:
         print(f"        notice: {summary.notice}")
-    print(f"write:  {write_s:6.2f} s   (target < 10 s)")
-    print(f"size:   {size_mb:6.2f} MB  (target < 20 MB)")
+    print(f"write:  {write_s:6.2f} s")
+    print(f"size:   {size_mb:6.2f} MB  (target < 10 MB)")
 
-    ok = write_s < 10 and size_mb < 20
+    ok = size_mb < 10
     from browser import Browser, find_chromium
 
     if find_chromium() is None:
@@ -73,19 +76,19 @@ def main() -> int:
         render_s = time.perf_counter() - t0
         script_ms = page.evaluate("kgViz.firstDrawMs")
         # Pan (drag the canvas) and time the redraw, to show the page stays interactive.
-        t1 = time.perf_counter()
-        page.evaluate("""new Promise(done => {
-            const net = kgViz.network, p = net.getViewPosition();
-            net.once('afterDrawing', () => done(true));
-            net.moveTo({position: {x: p.x + 400, y: p.y + 300}, animation: false});
+        pan_ms = page.evaluate("""new Promise(done => {
+            const net = kgViz.network, p = net.getViewPosition(), t = performance.now();
+            net.once('afterDrawing', () => done(performance.now() - t));
+            net.moveTo({position: {x: p.x + 200, y: p.y + 150}, animation: false});
+            net.redraw();
         })""")
-        pan_ms = (time.perf_counter() - t1) * 1000
         browser.pump(0.3)
-        print(f"render: {render_s:6.2f} s   (target < 5 s; navigation → first frame; page script "
+        print(f"render: {render_s:6.2f} s   (target < 2 s; navigation → first frame; page script "
               f"→ first frame {script_ms / 1000:.2f} s)")
-        print(f"pan:    {pan_ms:6.0f} ms  (one redraw after moving the view)")
+        print(f"pan:    {pan_ms:6.0f} ms  (target < 100 ms; one redraw after moving the view)")
         print(f"page:   {len(page.errors())} console errors; requests: {page.requests}")
-        ok = ok and render_s < 5 and not page.errors() and page.requests == [output.as_uri()]
+        ok = (ok and render_s < 2 and pan_ms < 100 and not page.errors()
+              and page.requests == [output.as_uri()])
     print("all targets met" if ok else "TARGET MISSED")
     return 0 if ok else 1
 

@@ -230,3 +230,49 @@ def test_writing_to_an_unwritable_place_names_the_file(tmp_path, seed_corpus):
     blocker.write_text("x")
     with pytest.raises(InputError, match="cannot write the graph HTML"):
         write_viz(seed_corpus, blocker / "graph.html")
+
+
+def test_the_map_is_the_default_above_the_threshold_and_kg_viz_view_chooses(
+        tmp_path, seed_corpus, monkeypatch):
+    from kg.viz import map as viz_map
+
+    graph_page = tmp_path / "graph.html"
+    write_viz(seed_corpus, graph_page)
+    assert '"view":"corpus"' in graph_page.read_text(encoding="utf-8")
+    # Lower the threshold below the 19 seed papers: the same call now writes the map.
+    monkeypatch.setattr(viz_map, "MAP_MIN_PAPERS", 10)
+    map_page = tmp_path / "map.html"
+    write_viz(seed_corpus, map_page)
+    assert '"view":"map"' in map_page.read_text(encoding="utf-8")
+    out = tmp_path / "cli.html"
+    result = CliRunner().invoke(cli, ["viz", str(SEED), "--view", "map", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert '"view":"map"' in out.read_text(encoding="utf-8")
+    bad = CliRunner().invoke(cli, ["viz", str(SEED), "--view", "hairball", "-o", str(out)])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_the_map_file_is_byte_identical_on_rerun_and_lists_what_kg_shared_lists(
+        tmp_path, seed_corpus):
+    from kg.analysis import shared
+    from kg.viz.map import build_map
+
+    a, b = tmp_path / "a.html", tmp_path / "b.html"
+    write_viz(seed_corpus, a, view="map")
+    write_viz(seed_corpus, b, view="map")
+    assert a.read_bytes() == b.read_bytes()
+    view = build_map(seed_corpus)
+    for node in view.nodes:
+        listed = [view.papers[row[0]]["id"] for row in node["uses"] + node["mentions"]]
+        assert sorted(listed) == sorted(u.paper.id for u in shared(seed_corpus, node["name"]))
+
+
+def test_markup_in_titles_never_reaches_the_map_file_as_markup(tmp_path):
+    from kg.pipeline import load_corpus
+
+    out = tmp_path / "evil-map.html"
+    write_viz(load_corpus([evil_inputs(tmp_path), SEED]), out, view="map")
+    text = out.read_text(encoding="utf-8")
+    payload = text.split('<script type="application/json" id="kg-data">')[1].split("</script>")[0]
+    assert "<" not in payload and ">" not in payload and "&" not in payload
+    assert "\\u003cimg src=x" in payload  # the title is there, escaped

@@ -15,6 +15,8 @@ from test_viz import EVIL_ABSTRACT, EVIL_TITLE, evidence_text, evil_inputs
 
 from kg.viz import build_view, write_viz
 
+SEED_TEXT = Path(__file__).resolve().parent.parent / "examples" / "iclr2025-seed.txt"
+
 pytestmark = pytest.mark.browser
 
 
@@ -205,3 +207,179 @@ def test_a_malicious_abstract_is_shown_as_text_and_never_runs(browser, tmp_path)
     assert page.evaluate("document.scripts.length") == 3
     assert page.errors() == []
     assert page.requests == [out.as_uri()]  # the <img src=x> never loaded
+
+
+# ---------------------------------------------------------------- the technique map (ICLR 2024)
+
+ICLR = "openreview-2024/ICLR_cc_2024_Conference.tsv"
+
+
+@pytest.fixture(scope="module")
+def iclr_corpus(corpora_dir):
+    """The whole ICLR 2024 file (2,260 papers; about 10 s to extract on two cores)."""
+    from kg.pipeline import load_corpus
+
+    return load_corpus([corpora_dir / ICLR])
+
+
+@pytest.fixture(scope="module")
+def iclr_map(iclr_corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("map") / "graph.html"
+    summary = write_viz(iclr_corpus, out)  # the default page: no --view
+    return out, summary
+
+
+@pytest.fixture(scope="module")
+def iclr_page(browser, iclr_map):
+    page = open_graph(browser, iclr_map[0])
+    yield page
+    page.evaluate("kgViz.reset()")
+
+
+def boxes_overlap(a: dict, b: dict) -> bool:
+    return (abs(a["x"] - b["x"]) < (a["w"] + b["w"]) / 2 - 1e-6
+            and abs(a["y"] - b["y"]) < (a["h"] + b["h"]) / 2 - 1e-6)
+
+
+def test_the_default_page_of_a_conference_is_a_map_with_labelled_clusters_and_no_pile_up(
+        browser, iclr_page, iclr_map, tmp_path):
+    page = iclr_page
+    assert page.evaluate("kgViz.mode") == "map"
+    assert page.evaluate("document.getElementById('kg-title').textContent") == (
+        "Technique map of 2,260 papers")
+    labels = page.evaluate("kgViz.labelsShown()")
+    clusters = [x for x in labels if x["kind"] == "cluster"]
+    assert len(clusters) >= 5 and all(" · " in c["text"] for c in clusters)
+    # The biggest technique is always labelled; no two labels overlap in the first view.
+    biggest = page.evaluate("kgViz.data.nodes.reduce((a, n) => n.n > a.n ? n : a).id")
+    assert biggest in {x["id"] for x in labels if x["kind"] == "node"}
+    assert not [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:]
+                if boxes_overlap(a, b)]
+    assert 15 <= len(labels) <= 120
+    # Zooming in shows more labels (level of detail), still none overlapping.
+    page.evaluate("kgViz.network.moveTo({scale: kgViz.network.getScale() * 3}); "
+                  "kgViz.network.redraw()")
+    browser.pump(0.2)
+    zoomed = page.evaluate("kgViz.labelsShown()")
+    assert {x["id"] for x in zoomed if x["kind"] == "node"} - {
+        x["id"] for x in labels if x["kind"] == "node"}
+    assert not [1 for i, a in enumerate(zoomed) for b in zoomed[i + 1:] if boxes_overlap(a, b)]
+    page.evaluate("kgViz.reset()")
+    (tmp_path / "map.png").write_bytes(page.screenshot())
+    assert distinct_colours(page.screenshot(scale=0.5)) > 30
+    assert page.errors() == []
+    assert page.requests == [iclr_map[0].as_uri()]
+
+
+def test_choosing_quantization_zooms_to_it_and_lists_exactly_what_kg_shared_lists(
+        browser, iclr_page, iclr_corpus):
+    from kg.analysis import shared
+
+    page = iclr_page
+    before = page.evaluate("[kgViz.network.getScale(), kgViz.network.getViewPosition()]")
+    node = page.evaluate("kgViz.data.nodes.find(n => n.name === 'quantization').id")
+    page.evaluate(f"""(() => {{ const s = document.getElementById('kg-technique');
+        s.value = '{node}'; s.dispatchEvent(new Event('change')); }})()""")
+    after = page.evaluate("[kgViz.network.getScale(), kgViz.network.getViewPosition()]")
+    assert after[0] > before[0] * 1.5
+    assert after[1] != before[1]
+    listed = page.evaluate("[...document.querySelectorAll('#kg-uses li, #kg-mentions li')]"
+                           ".map(li => li.dataset.paper)")
+    expected = [u.paper.id for u in shared(iclr_corpus, "quantization")]
+    assert sorted(listed) == sorted(expected) and len(listed) == len(set(listed))
+    # Users and mention-only papers are apart: a paper is under "use" iff it uses a match.
+    uses = page.evaluate("[...document.querySelectorAll('#kg-uses li')]"
+                         ".map(li => li.dataset.paper)")
+    by_id = {r.paper.id: r for r in iclr_corpus}
+    for use in shared(iclr_corpus, "quantization"):
+        matched = {u.entity.id for u in use.uses}
+        assert (use.paper.id in uses) == bool(matched & set(by_id[use.paper.id].used_ids))
+    panel = page.evaluate("document.getElementById('kg-panel').textContent")
+    assert "Most often combined with" in panel and "confidence" in panel
+    first = shared(iclr_corpus, "quantization")[0]
+    assert first.uses[0].evidence.text in panel
+    # The chosen technique and its neighbours are labelled once zoomed.
+    shown = {x["id"] for x in page.evaluate("kgViz.labelsShown()") if x["kind"] == "node"}
+    assert node in shown
+    assert page.errors() == []
+
+
+def test_clicking_a_technique_on_the_canvas_opens_its_papers(browser, iclr_page):
+    page = iclr_page
+    page.evaluate("kgViz.reset()")
+    node = page.evaluate("kgViz.data.nodes.reduce((a, n) => n.n > a.n ? n : a).id")
+    x, y = page.evaluate(f"""(() => {{
+        const p = kgViz.network.canvasToDOM(kgViz.network.getPosition({node}));
+        const r = document.getElementById('kg-network').getBoundingClientRect();
+        return [p.x + r.left, p.y + r.top]; }})()""")
+    for kind in ("mousePressed", "mouseReleased"):
+        page.send("Input.dispatchMouseEvent",
+                  {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+    page.wait_for("document.querySelectorAll('#kg-uses li').length > 0")
+    uses = page.evaluate(f"kgViz.data.nodes[{node}].uses.length")
+    assert page.evaluate("document.querySelectorAll('#kg-uses li').length") == uses
+
+
+def test_choosing_a_paper_lists_the_papers_kg_related_ranks_first(
+        browser, iclr_page, iclr_corpus, tmp_path):
+    from kg.analysis import related
+
+    page = iclr_page
+    page.evaluate("""(() => { const s = document.getElementById('kg-search');
+        s.value = 'quantization'; s.dispatchEvent(new Event('input')); })()""")
+    page.wait_for("document.querySelectorAll('#kg-results a').length > 1")
+    hits = page.evaluate("kgViz.search('quantization')")
+    assert hits[0] == {"kind": "technique", "id": page.evaluate(
+        "kgViz.data.nodes.find(n => n.name === 'quantization').id"), "text": "quantization",
+        "rank": 0, "n": hits[0]["n"]}
+    paper = next(h for h in hits if h["kind"] == "paper")
+    page.evaluate(f"kgViz.choosePaper({paper['id']})")
+    pid = page.evaluate(f"kgViz.data.papers[{paper['id']}].id")
+    listed = page.evaluate("[...document.querySelectorAll('#kg-related li')]"
+                           ".map(li => li.dataset.paper)")
+    expected = related(iclr_corpus, pid, 5)
+    assert listed == [r.paper.id for r in expected]
+    panel = page.evaluate("document.getElementById('kg-panel').textContent")
+    assert expected[0].shared[0].name in panel
+    (tmp_path / "paper.png").write_bytes(page.screenshot())
+    assert page.errors() == []
+
+
+def test_the_venue_overlay_colours_and_filters_the_map(browser, iclr_page):
+    page = iclr_page
+    page.evaluate("kgViz.reset()")
+    assert page.evaluate("kgViz.data.facets.map(f => f.name)") == ["venue"]
+    page.evaluate("""(() => { const s = document.getElementById('kg-colour');
+        s.value = 'venue'; s.dispatchEvent(new Event('change')); })()""")
+    legend = page.evaluate("document.getElementById('kg-legend').textContent")
+    assert "ICLR 2024 (2,260 papers)" in legend
+    colours = page.evaluate("new Set(kgViz.network.body.data.nodes.get()"
+                            ".filter(n => !n.hidden).map(n => n.color.background)).size")
+    assert colours == 1  # one venue: every technique is "mostly ICLR 2024"
+    page.evaluate("""(() => { const s = document.getElementById('kg-colour');
+        s.value = 'cluster'; s.dispatchEvent(new Event('change')); })()""")
+    assert page.errors() == []
+
+
+def test_a_malicious_title_on_the_map_is_shown_as_text_and_never_runs(
+        browser, tmp_path, seed_corpus):
+    from kg.pipeline import load_corpus
+
+    out = tmp_path / "evil-map.html"
+    corpus = load_corpus([evil_inputs(tmp_path), SEED_TEXT])
+    write_viz(corpus, out, view="map")
+    page = open_graph(browser, out)
+    assert page.evaluate("kgViz.mode") == "map"
+    index = page.evaluate("kgViz.data.papers.findIndex(p => p.id === 'evil-1')")
+    technique = page.evaluate(f"kgViz.data.papers[{index}].k[0]")
+    page.evaluate(f"kgViz.chooseTechnique({technique})")
+    assert EVIL_TITLE in page.evaluate("document.getElementById('kg-uses').textContent")
+    page.evaluate(f"kgViz.choosePaper({index})")
+    browser.pump(0.3)
+    assert EVIL_TITLE in page.evaluate("document.getElementById('kg-panel').textContent")
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.dialogs == []
+    assert page.evaluate("document.querySelectorAll('img, b, #kg-panel script').length") == 0
+    assert page.evaluate("document.scripts.length") == 3
+    assert page.errors() == []
+    assert page.requests == [out.as_uri()]

@@ -21,16 +21,24 @@ from kg.viz import DEFAULT_MAX_ENTITIES, DEFAULT_RELATED
 @click.option("--max-entities", type=click.IntRange(1, None), default=DEFAULT_MAX_ENTITIES,
               show_default=True,
               help="Keep the N entities with the most papers; the page says what was left out.")
-def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, max_entities):
+@click.option("--view", type=click.Choice(["auto", "map", "graph"]), default="auto",
+              show_default=True,
+              help="map: techniques, clusters and the papers using each; graph: papers and "
+                   "entities; auto: the map above 300 papers.")
+def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, max_entities,
+        view):
     """Write the interactive graph HTML (works offline: no CDN, no network request).
 
     GRAPH is an export directory (from ``kg build``) or an extraction JSONL; any other INPUT
-    is read and extracted first. Nodes are papers and entities, coloured by type and sized by
-    degree; click one for the evidence sentences behind it.
+    is read and extracted first. Above 300 papers the page is a technique map: techniques
+    sized by the papers using them, coloured by cluster; choose one for its papers. Smaller
+    corpora (or --view graph) get papers and entities, coloured by type; click one for the
+    evidence sentences behind it.
 
     \b
     Examples:
       kg viz exports/ -o exports/graph.html
+      kg viz exports/ --view graph -o exports/entities.html
       kg viz examples/iclr2025-seed.txt --technique quantization -o quantization.html
       kg viz exports/ --paper p-32f6716951bc -o lotos.html
     """
@@ -42,7 +50,7 @@ def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, m
                          options=ingest, notices=notices)
     report_skips(corpus, notices)
     summary = write_viz(corpus, output, technique=technique, paper=paper_id,
-                        max_entities=max_entities, related=related)
+                        max_entities=max_entities, related=related, view=view)
     click.echo(f"wrote {summary.path}: {summary.papers} papers, {summary.entities} entities, "
                f"{summary.edges} links ({summary.bytes / 1e6:.1f} MB)", err=True)
     if summary.notice:

@@ -40,7 +40,7 @@ _SEED = 7
 # so only the entity skeleton is laid out and papers are placed around their entities.
 _FULL_LAYOUT_MAX_NODES = 400
 _CORE = 400  # most nodes one force layout simulates (see _spring)
-_TEMPLATES = Path(__file__).resolve().parent / "templates"
+_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 # Colour-blind-friendly (Okabe–Ito based) colours per node type; "Paper" first.
 TYPE_COLORS: dict[str, str] = {
@@ -509,6 +509,9 @@ class VizSummary:
     notice: str
 
 
+VIEWS = ("auto", "map", "graph")
+
+
 def write_viz(
     corpus: Corpus,
     output: str | Path,
@@ -517,8 +520,13 @@ def write_viz(
     paper: str | None = None,
     max_entities: int = DEFAULT_MAX_ENTITIES,
     related: int = DEFAULT_RELATED,
+    view: str = "auto",
 ) -> VizSummary:
     """Build the view and write the HTML file (parent directories are created).
+
+    ``view``: "map" (the technique map, kg.viz.map), "graph" (papers and entities) or "auto":
+    the map above ``MAP_MIN_PAPERS`` papers, else the graph. ``technique``/``paper`` always
+    give their focused graph.
 
     >>> from kg.pipeline import load_corpus
     >>> import tempfile, os
@@ -526,9 +534,23 @@ def write_viz(
     >>> write_viz(load_corpus(["examples/iclr2025-seed.txt"]), out).papers
     19
     """
-    g = build_view(corpus, technique=technique, paper=paper, max_entities=max_entities,
-                   related=related)
-    text = render_html(g)
+    from kg.viz.map import MAP_MIN_PAPERS, build_map, render_map_html
+
+    if view not in VIEWS:
+        raise InputError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
+    use_map = technique is None and paper is None and (
+        view == "map" or (view == "auto" and len(corpus) > MAP_MIN_PAPERS))
+    if use_map:
+        m = build_map(corpus)
+        text = render_map_html(m)
+        counts = {"nodes": len(m.nodes), "edges": len(m.edges), "papers": len(m.papers),
+                  "entities": len(m.nodes)}
+        notice = m.notice
+    else:
+        g = build_view(corpus, technique=technique, paper=paper, max_entities=max_entities,
+                       related=related)
+        text = render_html(g)
+        counts, notice = g.counts(), g.notice
     path = Path(output)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -537,6 +559,5 @@ def write_viz(
     except OSError as exc:
         raise InputError(f"{path}: cannot write the graph HTML ({exc.strerror}); "
                          "choose another -o path") from exc
-    counts = g.counts()
     return VizSummary(path, counts["nodes"], counts["edges"], counts["papers"],
-                      counts["entities"], len(data), g.notice)
+                      counts["entities"], len(data), notice)

@@ -1,0 +1,426 @@
+"""The technique map: the default page for corpora above a few hundred papers.
+
+Nodes are the techniques papers *use* (``PaperResult.used_ids``), sized by how many papers
+use them; an edge joins two techniques used by the same papers, weighted by their Jaccard
+index and thinned to each node's strongest few. Clusters come from networkx Louvain (fixed
+seed) and are named by their biggest techniques. Tasks, models and datasets are optional
+layers placed next to the techniques they go with. Positions are computed here; the page
+only decides which labels fit at the current zoom (biggest first, none overlapping).
+
+Each technique carries what its panel lists: the papers ``kg shared NAME`` returns, split
+into those that use it (evidence sentence, confidence) and those that only mention it, and
+the techniques its papers combine it with. Each paper carries the papers ``kg related``
+ranks first and what they share.
+
+>>> from kg.pipeline import load_corpus
+>>> view = build_map(load_corpus(["examples/iclr2025-seed.txt"]))
+>>> view.view, len(view.nodes) > 3, view.clusters[0]["label"] != ""
+('map', True, True)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from kg.errors import KgError
+from kg.model import Corpus, PaperResult
+
+MAP_MIN_PAPERS = 300  # above this many papers the default page is the map
+DEFAULT_MAP_NODES = 300
+_SEED = 7
+_TECHNIQUE_TYPES = ("Technique", "Method")
+LAYER_TYPES = ("Task", "Model", "Dataset")
+_LAYER_NODES = 40  # per optional layer
+_EDGES_PER_NODE = 3  # strongest associations drawn per node
+_RELATED = 5
+# Cluster colours (Tableau 10, colour-blind-tolerant); smaller clusters share the grey.
+CLUSTER_COLORS = ("#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2",
+                  "#edc948", "#9c755f", "#ff9da7", "#3f9fd8", "#c2a25a", "#6b8e23")
+OTHER_COLOR = "#9aa3ad"
+LAYER_COLORS = {"Task": "#56b4e9", "Model": "#0072b2", "Dataset": "#009e73"}
+FACET_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
+SHARED_COLOR = "#7f7f7f"
+# "ICLR 2024 poster" and "ICLR 2024 oral" are one venue for the overlay.
+_PRESENTATION = re.compile(r"\s+(poster|oral|spotlight|notable[\w\s%-]*|accept[\w\s-]*)$",
+                           re.IGNORECASE)
+
+
+@dataclass
+class MapView:
+    """What the map page shows; plain JSON-ready lists (indices, not ids, keep it small)."""
+
+    title: str
+    view: str = "map"
+    nodes: list[dict] = field(default_factory=list)
+    edges: list[dict] = field(default_factory=list)
+    clusters: list[dict] = field(default_factory=list)
+    papers: list[dict] = field(default_factory=list)
+    facets: list[dict] = field(default_factory=list)
+    notice: str = ""
+
+    def counts(self) -> dict[str, int]:
+        """Numbers of technique/layer nodes, edges, clusters and papers."""
+        return {"nodes": len(self.nodes), "edges": len(self.edges),
+                "clusters": len(self.clusters), "papers": len(self.papers)}
+
+
+def venue_name(venue: str | None) -> str | None:
+    """The conference a venue string names, without the presentation type.
+
+    >>> venue_name("ICLR 2024 spotlight"), venue_name("CoRL 2024"), venue_name(None)
+    ('ICLR 2024', 'CoRL 2024', None)
+    """
+    if not venue:
+        return None
+    return _PRESENTATION.sub("", venue.strip()) or venue.strip()
+
+
+def _paper_url(result: PaperResult) -> str | None:
+    url = result.paper.url or (result.paper.id if result.paper.id.startswith(
+        ("https://", "http://")) else None)
+    return url if url and url.startswith(("https://", "http://")) else None
+
+
+def _use_evidence(result: PaperResult) -> dict[str, tuple[float, int]]:
+    """Per entity the paper uses: the best confidence of a use relation (and its start)."""
+    best: dict[str, tuple[float, int]] = {}
+    used = set(result.used_ids)
+    for rel in result.relations:
+        if rel.subject == result.paper.id and rel.object in used:
+            from kg.model import USE_PREDICATES
+
+            if rel.predicate in USE_PREDICATES and (
+                    rel.object not in best or rel.confidence > best[rel.object][0]):
+                best[rel.object] = (rel.confidence, rel.evidence.start)
+    return best
+
+
+def _mention_confidence(result: PaperResult, eid: str) -> float | None:
+    values = [r.confidence for r in result.relations
+              if r.subject == result.paper.id and r.object == eid]
+    return max(values) if values else None
+
+
+def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
+    """Techniques, their associations, clusters, layers and per-node paper lists.
+
+    At most ``max_nodes`` techniques are kept (most papers first; each used by at least two
+    papers when there are enough of those).
+    """
+    import networkx as nx
+
+    from kg.analysis import related, shared
+
+    results = list(corpus)
+    n_papers = len(results)
+    entities = corpus.entities
+    used: dict[str, set[int]] = defaultdict(set)
+    for i, r in enumerate(results):
+        for eid in set(r.used_ids):
+            used[eid].add(i)
+
+    def top(types: tuple[str, ...], limit: int) -> list[str]:
+        ranked = sorted((eid for eid in used if entities[eid].type in types),
+                        key=lambda e: (-len(used[e]), entities[e].name.casefold(), e))
+        shared_ones = [e for e in ranked if len(used[e]) >= 2]
+        return (shared_ones if len(shared_ones) >= min(limit, 10) else ranked)[:limit]
+
+    techniques = top(_TECHNIQUE_TYPES, max_nodes)
+    tech_set = set(techniques)
+    # Co-use counts among the kept techniques.
+    co: Counter[tuple[str, str]] = Counter()
+    for r in results:
+        ids = sorted(set(r.used_ids) & tech_set)
+        for a_i, a in enumerate(ids):
+            for b in ids[a_i + 1:]:
+                co[(a, b)] += 1
+
+    def jaccard(a: str, b: str, c: int) -> float:
+        return c / (len(used[a]) + len(used[b]) - c)
+
+    assoc = {pair: jaccard(*pair, c) for pair, c in co.items()}
+    # Louvain on every association (two or more shared papers), fixed seed.
+    full = nx.Graph()
+    full.add_nodes_from(techniques)
+    full.add_weighted_edges_from((a, b, w) for (a, b), w in sorted(assoc.items())
+                                 if co[(a, b)] >= 2)
+    communities = nx.community.louvain_communities(full, weight="weight", seed=_SEED)
+    communities = sorted((sorted(c) for c in communities),
+                         key=lambda c: (-sum(len(used[e]) for e in c), c[0]))
+    cluster_of = {e: k for k, c in enumerate(communities) for e in c}
+
+    # Thinned edges: each node's strongest few (shared by ≥ 2 papers), drawn and laid out.
+    by_node: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for (a, b), w in assoc.items():
+        if co[(a, b)] >= 2:
+            by_node[a].append((w, b))
+            by_node[b].append((w, a))
+    kept: set[tuple[str, str]] = set()
+    for a, items in by_node.items():
+        for _, b in sorted(items, key=lambda t: (-t[0], t[1]))[:_EDGES_PER_NODE]:
+            kept.add((min(a, b), max(a, b)))
+    layout_graph = nx.Graph()
+    layout_graph.add_nodes_from(techniques)
+    for a, b in sorted(kept):
+        # Same-cluster pairs pull harder, so clusters read as regions.
+        boost = 3.0 if cluster_of[a] == cluster_of[b] else 0.3
+        layout_graph.add_edge(a, b, weight=assoc[(a, b)] * boost + 0.05)
+    pos = _layout(layout_graph, communities,
+                  {e: 5 + 2.4 * math.sqrt(len(used[e])) for e in techniques})
+
+    # Optional layers sit near the techniques their papers use most.
+    layers: list[str] = []
+    for t in LAYER_TYPES:
+        layers += top((t,), _LAYER_NODES)
+    layer_pos: dict[str, tuple[float, float]] = {}
+    crowd: Counter[tuple[int, int]] = Counter()
+    for eid in layers:
+        near: Counter[str] = Counter()
+        for i in used[eid]:
+            near.update(set(results[i].used_ids) & tech_set)
+        anchors = [t for t, _ in sorted(near.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+        if anchors:
+            x = sum(pos[a][0] for a in anchors) / len(anchors)
+            y = sum(pos[a][1] for a in anchors) / len(anchors)
+        else:
+            x = y = 0.0
+        cell = (round(x / 40), round(y / 40))
+        k = crowd[cell]
+        crowd[cell] += 1
+        angle = k * 2.399963 + 0.7
+        radius = 28 + 14 * math.sqrt(k)
+        layer_pos[eid] = (x + radius * math.cos(angle), y + radius * math.sin(angle))
+
+    node_ids = techniques + layers
+    index_of = {eid: i for i, eid in enumerate(node_ids)}
+    view = MapView(title=f"Technique map of {n_papers:,} papers")
+    evidence_cache: dict[int, dict[str, tuple[float, int]]] = {}
+    sentences: dict[int, dict[str, int]] = defaultdict(dict)
+    order = {r.paper.id: i for i, r in enumerate(results)}
+
+    def sentence_ref(i: int, text: str) -> int:
+        bank = sentences[i]
+        if text not in bank:
+            bank[text] = len(bank)
+        return bank[text]
+
+    facet_specs = _facets(results)
+    for eid in node_ids:
+        e = entities[eid]
+        is_tech = eid in tech_set
+        node: dict = {"id": index_of[eid], "name": e.name, "type": e.type, "kg": eid,
+                      "n": len(used[eid]),
+                      "x": round((pos if is_tech else layer_pos)[eid][0]),
+                      "y": round((pos if is_tech else layer_pos)[eid][1]),
+                      "layer": "" if is_tech else e.type}
+        if e.aliases:
+            node["aliases"] = list(e.aliases)
+        if is_tech:
+            node["c"] = cluster_of[eid]
+        for facet in facet_specs:
+            counts = Counter(facet["of"][i] for i in used[eid] if facet["of"][i] is not None)
+            node.setdefault("f", {})[facet["name"]] = [counts.get(v, 0)
+                                                       for v in facet["values"]]
+        # The panel's papers are exactly `kg shared NAME`: users first, mention-only apart.
+        try:
+            uses = shared(corpus, e.name)
+        except KgError:
+            uses = []
+        use_rows, mention_rows = [], []
+        combined: Counter[int] = Counter()
+        for use in uses:
+            i = order[use.paper.id]
+            result = results[i]
+            if i not in evidence_cache:
+                evidence_cache[i] = _use_evidence(result)
+            best = evidence_cache[i]
+            hit = [u for u in use.uses if u.entity.id in best]
+            if hit:
+                u = hit[0]
+                use_rows.append([i, sentence_ref(i, u.evidence.text),
+                                 round(best[u.entity.id][0], 2)])
+                for other in set(result.used_ids) & tech_set:
+                    if other not in {x.entity.id for x in use.uses}:
+                        combined[index_of[other]] += 1
+            else:
+                u = use.uses[0]
+                conf = _mention_confidence(result, u.entity.id)
+                mention_rows.append([i, sentence_ref(i, u.evidence.text),
+                                     None if conf is None else round(conf, 2)])
+        node["uses"] = use_rows
+        node["mentions"] = mention_rows
+        node["with"] = [[j, c] for j, c in sorted(combined.items(),
+                                                  key=lambda kv: (-kv[1], kv[0]))[:8]]
+        view.nodes.append(node)
+
+    for a, b in sorted(kept):
+        view.edges.append({"from": index_of[a], "to": index_of[b], "w": round(assoc[(a, b)], 3),
+                           "n": co[(a, b)]})
+
+    for k, members in enumerate(communities):
+        ranked = sorted(members, key=lambda e: (-len(used[e]), entities[e].name.casefold()))
+        names = [entities[e].name for e in ranked[:3]]
+        view.clusters.append({
+            "id": k, "label": " · ".join(names[:2]), "terms": names, "size": len(members),
+            "papers": len(set().union(*(used[e] for e in members))),
+            "color": CLUSTER_COLORS[k] if k < len(CLUSTER_COLORS) and len(members) > 1
+            else OTHER_COLOR,
+            "members": [index_of[e] for e in ranked]})
+
+    # Every paper: metadata, its map techniques, the papers `kg related` ranks first.
+    for i, r in enumerate(results):
+        p = r.paper
+        row: dict = {"id": p.id, "t": p.title or p.label or p.id}
+        if p.venue:
+            row["v"] = p.venue
+        if p.year:
+            row["y"] = p.year
+        url = _paper_url(r)
+        if url:
+            row["u"] = url
+        row["k"] = [index_of[e] for e in dict.fromkeys(r.used_ids) if e in index_of]
+        row["m"] = [index_of[e] for e in dict.fromkeys(r.entity_ids)
+                    if e in index_of and e not in set(r.used_ids)]
+        row["r"] = [[order[x.paper.id], round(x.score, 3), [s.name for s in x.shared[:4]]]
+                    for x in related(corpus, p.id, _RELATED)]
+        bank = sentences.get(i)
+        if bank:
+            row["s"] = list(bank)
+        view.papers.append(row)
+    view.facets = [{"name": f["name"], "values": f["values"],
+                    "totals": [sum(1 for v in f["of"] if v == value) for value in f["values"]],
+                    "colors": [FACET_COLORS[j % len(FACET_COLORS)]
+                               for j in range(len(f["values"]))]}
+                   for f in facet_specs]
+    left = len([e for e in used if entities[e].type in _TECHNIQUE_TYPES]) - len(techniques)
+    if left > 0:
+        view.notice = (f"The map shows the {len(techniques):,} techniques used by the most "
+                       f"papers; {left:,} rarer ones are searchable through their papers.")
+    return view
+
+
+def _facets(results: list[PaperResult]) -> list[dict]:
+    """Overlays the papers support: venue and year, when at least one paper has them."""
+    out = []
+    venues = [venue_name(r.paper.venue) for r in results]
+    if any(venues):
+        out.append({"name": "venue", "of": venues,
+                    "values": sorted({v for v in venues if v})})
+    years = [r.paper.year for r in results]
+    if len({y for y in years if y}) > 1:
+        out.append({"name": "year", "of": years, "values": sorted({y for y in years if y})})
+    return out
+
+
+def _layout(graph, communities: list[list[str]],
+            size: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """Spring layout (fixed seed) of the connected core, started from cluster sectors; nodes
+    outside it sit next to the node they share most with; then overlaps are pushed apart.
+
+    A spring layout flings unconnected nodes to the edge of the square, which squeezes the
+    map into its centre, so only the largest component is simulated.
+    """
+    import networkx as nx
+    import numpy as np
+
+    n = len(graph)
+    if n == 0:
+        return {}
+    core = max(nx.connected_components(graph), key=lambda c: (len(c), sorted(c)))
+    start: dict[str, tuple[float, float]] = {}
+    for k, members in enumerate(communities):
+        angle = k * 2.399963
+        radius = 0.15 + 0.6 * math.sqrt(k / max(1, len(communities)))
+        for j, e in enumerate(members):
+            a2 = j * 2.399963
+            r2 = 0.08 * math.sqrt(j)
+            start[e] = (radius * math.cos(angle) + r2 * math.cos(a2),
+                        radius * math.sin(angle) + r2 * math.sin(a2))
+    sub = graph.subgraph(sorted(core))
+    pos = nx.spring_layout(sub, pos={e: start[e] for e in sub}, seed=_SEED, iterations=150,
+                           weight="weight", k=2.0 / math.sqrt(len(sub)), method="force")
+    xs = [float(p[0]) for p in pos.values()]
+    ys = [float(p[1]) for p in pos.values()]
+    cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
+    span = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
+    scale = 60 * math.sqrt(n) / span
+    out = {e: ((float(p[0]) - cx) * scale, (float(p[1]) - cy) * scale) for e, p in pos.items()}
+    crowd: Counter[str] = Counter()
+    for e in sorted(graph, key=lambda e: (-size[e], e)):
+        if e in out:
+            continue
+        anchors = sorted(((graph[e][o]["weight"], o) for o in graph[e] if o in out),
+                         key=lambda t: (-t[0], t[1]))
+        anchor = anchors[0][1] if anchors else max(out, key=lambda o: (size[o], o))
+        k = crowd[anchor]
+        crowd[anchor] += 1
+        angle = k * 2.399963 + 0.5
+        r = size[anchor] + size[e] + 18 + 10 * math.sqrt(k)
+        out[e] = (out[anchor][0] + r * math.cos(angle), out[anchor][1] + r * math.sin(angle))
+    # Push overlapping discs apart (a few dozen rounds of pairwise separation).
+    names = sorted(out)
+    xy = np.array([out[e] for e in names], dtype=float)
+    rad = np.array([size[e] for e in names], dtype=float) + 3.0
+    for _ in range(60):
+        d = xy[:, None, :] - xy[None, :, :]
+        dist = np.sqrt((d ** 2).sum(-1)) + np.eye(len(names))
+        gap = rad[:, None] + rad[None, :] - dist
+        np.fill_diagonal(gap, 0.0)
+        gap = np.clip(gap, 0.0, None)
+        if not gap.any():
+            break
+        push = (d / dist[:, :, None]) * (gap[:, :, None] / 2)
+        xy += push.sum(1)
+    return {e: (float(x), float(y)) for e, (x, y) in zip(names, xy, strict=True)}
+
+
+def _vis_options() -> dict:
+    return {
+        "autoResize": True,
+        "nodes": {"shape": "dot", "borderWidth": 1, "borderWidthSelected": 3,
+                  "font": {"size": 0}},
+        "edges": {"color": {"color": "#9aa3ad", "opacity": 0.45, "highlight": "#3b4652",
+                            "hover": "#3b4652", "inherit": False},
+                  "smooth": False, "selectionWidth": 1.5, "hoverWidth": 0.5},
+        # Positions are precomputed: physics would move every node on load.
+        "physics": {"enabled": False},
+        "interaction": {"hover": True, "tooltipDelay": 150, "navigationButtons": False,
+                        "keyboard": False, "multiselect": False, "hideEdgesOnDrag": False},
+        "layout": {"improvedLayout": False},
+    }
+
+
+def render_map_html(view: MapView) -> str:
+    """The map page as one HTML string: vis-network, styles, script and data inlined."""
+    import html as html_lib
+
+    from pyvis.network import Network
+
+    from kg.viz import _TEMPLATES, _inline_safe, _script_json, _vis_assets
+
+    net = Network(height="100%", width="100%", heading=view.title, cdn_resources="in_line")
+    net.set_template_dir(str(_TEMPLATES) + "/", "map.html")
+    vis_js, vis_css = _vis_assets()
+    layer_counts = Counter(n["layer"] for n in view.nodes if n["layer"])
+    payload = {
+        "title": view.title, "view": view.view, "notice": view.notice, "nodes": view.nodes,
+        "edges": view.edges, "clusters": view.clusters, "papers": view.papers,
+        "facets": view.facets, "options": _vis_options(),
+        "layers": [{"type": t, "count": layer_counts[t]} for t in LAYER_TYPES
+                   if layer_counts[t]],
+        "layerColors": LAYER_COLORS, "sharedColor": SHARED_COLOR, "otherColor": OTHER_COLOR,
+    }
+    css = ((_TEMPLATES / "viz.css").read_text(encoding="utf-8")
+           + (_TEMPLATES / "map.css").read_text(encoding="utf-8"))
+    net.templateEnv.globals.update(
+        page_title=html_lib.escape(f"kg — {view.title}"),
+        vis_js=_inline_safe(vis_js, "vis-network.min.js"),
+        vis_css=_inline_safe(vis_css, "vis-network.css"),
+        app_js=_inline_safe((_TEMPLATES / "map.js").read_text(encoding="utf-8"), "map.js"),
+        app_css=_inline_safe(css, "map.css"),
+        payload=_script_json(payload),
+    )
+    return net.generate_html(name="graph.html")
