@@ -263,8 +263,11 @@ def test_the_map_file_is_byte_identical_on_rerun_and_lists_what_kg_shared_lists(
     assert a.read_bytes() == b.read_bytes()
     view = build_map(seed_corpus)
     for node in view.nodes:
-        listed = [view.papers[row[0]]["id"] for row in node["uses"] + node["mentions"]]
-        assert sorted(listed) == sorted(u.paper.id for u in shared(seed_corpus, node["name"]))
+        users = [view.papers[row[0]]["id"] for row in node["uses"]]
+        assert sorted(users) == sorted(u.paper.id for u in shared(seed_corpus, node["name"]))
+        everyone = users + [view.papers[row[0]]["id"] for row in node["mentions"]]
+        assert sorted(everyone) == sorted(u.paper.id for u in shared(
+            seed_corpus, node["name"], include_mentions=True))
 
 
 def test_markup_in_titles_never_reaches_the_map_file_as_markup(tmp_path):

@@ -84,26 +84,6 @@ def _paper_url(result: PaperResult) -> str | None:
     return url if url and url.startswith(("https://", "http://")) else None
 
 
-def _use_evidence(result: PaperResult) -> dict[str, tuple[float, int]]:
-    """Per entity the paper uses: the best confidence of a use relation (and its start)."""
-    best: dict[str, tuple[float, int]] = {}
-    used = set(result.used_ids)
-    for rel in result.relations:
-        if rel.subject == result.paper.id and rel.object in used:
-            from kg.model import USE_PREDICATES
-
-            if rel.predicate in USE_PREDICATES and (
-                    rel.object not in best or rel.confidence > best[rel.object][0]):
-                best[rel.object] = (rel.confidence, rel.evidence.start)
-    return best
-
-
-def _mention_confidence(result: PaperResult, eid: str) -> float | None:
-    values = [r.confidence for r in result.relations
-              if r.subject == result.paper.id and r.object == eid]
-    return max(values) if values else None
-
-
 def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     """Techniques, their associations, clusters, layers and per-node paper lists.
 
@@ -197,7 +177,6 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     node_ids = techniques + layers
     index_of = {eid: i for i, eid in enumerate(node_ids)}
     view = MapView(title=f"Technique map of {n_papers:,} papers")
-    evidence_cache: dict[int, dict[str, tuple[float, int]]] = {}
     sentences: dict[int, dict[str, int]] = defaultdict(dict)
     order = {r.paper.id: i for i, r in enumerate(results)}
 
@@ -224,9 +203,10 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
             counts = Counter(facet["of"][i] for i in used[eid] if facet["of"][i] is not None)
             node.setdefault("f", {})[facet["name"]] = [counts.get(v, 0)
                                                        for v in facet["values"]]
-        # The panel's papers are exactly `kg shared NAME`: users first, mention-only apart.
+        # The panel's papers are exactly `kg shared NAME` (users), and apart from them the
+        # papers `kg shared NAME --include-mentions` adds (they only mention it).
         try:
-            uses = shared(corpus, e.name)
+            uses = shared(corpus, e.name, include_mentions=True)
         except KgError:
             uses = []
         use_rows, mention_rows = [], []
@@ -234,22 +214,17 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
         for use in uses:
             i = order[use.paper.id]
             result = results[i]
-            if i not in evidence_cache:
-                evidence_cache[i] = _use_evidence(result)
-            best = evidence_cache[i]
-            hit = [u for u in use.uses if u.entity.id in best]
+            hit = [u for u in use.uses if u.used]
             if hit:
                 u = hit[0]
-                use_rows.append([i, sentence_ref(i, u.evidence.text),
-                                 round(best[u.entity.id][0], 2)])
+                use_rows.append([i, sentence_ref(i, u.evidence.text), round(u.confidence, 2)])
                 for other in set(result.used_ids) & tech_set:
                     if other not in {x.entity.id for x in use.uses}:
                         combined[index_of[other]] += 1
             else:
                 u = use.uses[0]
-                conf = _mention_confidence(result, u.entity.id)
                 mention_rows.append([i, sentence_ref(i, u.evidence.text),
-                                     None if conf is None else round(conf, 2)])
+                                     round(u.confidence, 2)])
         node["uses"] = use_rows
         node["mentions"] = mention_rows
         node["with"] = [[j, c] for j, c in sorted(combined.items(),
