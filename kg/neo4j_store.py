@@ -563,8 +563,11 @@ def write_cypher_script(corpus: Corpus, path: Path, *, vocabulary=None,
             lines.append("")
             lines.append(":param rows => " + cypher_literal(list(part)))
             lines.append(_one_line(query) + ";")
+    from kg.exports import replacing  # written atomically, like every export
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with replacing(path) as tmp:
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
@@ -666,18 +669,21 @@ def write_admin_csvs(corpus: Corpus, out_dir: Path, *, vocabulary=None) -> list[
     tables["broader.csv"] = (
         [":START_ID(Concept)", ":END_ID(Concept)", ":TYPE"],
         [[b["child"], b["parent"], "BROADER"] for b in broader])
+    from kg.exports import replacing  # written atomically, like every export
+
     written = []
     for name in ADMIN_FILES:
         header, rows = tables[name]
         path = out_dir / name
-        with path.open("w", encoding="utf-8", newline="") as fh:
+        with replacing(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(header)
             writer.writerows(rows)
         written.append(path)
     script = out_dir / "import.sh"
-    script.write_text(admin_import_script(), encoding="utf-8")
-    script.chmod(0o755)
+    with replacing(script) as tmp:
+        tmp.write_text(admin_import_script(), encoding="utf-8")
+        tmp.chmod(0o755)
     written.append(script)
     return written
 

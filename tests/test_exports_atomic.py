@@ -139,6 +139,21 @@ def test_writes_replace_a_symlink_in_the_output_directory_instead_of_following_i
     assert not (out / "graph.nt").is_symlink() and (out / "graph.nt").stat().st_size > 0
 
 
+@pytest.mark.parametrize(("fmt", "name"), [("cypher", "graph.cypher"),
+                                           ("neo4j-admin", "neo4j-admin/papers.csv")])
+def test_kg_export_replaces_a_symlink_instead_of_following_it(tmp_path, fmt, name):
+    out = tmp_path / "out"
+    (out / "neo4j-admin").mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious", encoding="utf-8")
+    (out / name).symlink_to(victim)
+    proc = kg("export", SEED, "--format", fmt, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert victim.read_text(encoding="utf-8") == "precious"
+    assert not (out / name).is_symlink() and (out / name).stat().st_size > 0
+    assert not list(out.rglob(".kg-tmp-*"))
+
+
 def test_extract_refuses_to_overwrite_its_own_input(tmp_path):
     papers = tmp_path / "papers.txt"
     shutil.copy(SEED, papers)
