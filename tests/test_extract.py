@@ -320,3 +320,10 @@ def test_negated_contrasted_and_prior_work_techniques_are_mentions_not_uses():
                            "technique/knowledge-distillation"):
         assert only_mentioned in mentioned and only_mentioned not in uses, only_mentioned
     assert "method/lora" in uses
+
+
+def test_inverse_order_acronyms_and_unknown_metrics_next_to_numbers():
+    found = _found("We build on FOO (Fast Optimal Operator) and reach 71.3 EM on SQuAD, "
+                   "using 12 GB of memory; the bound is $O(S^3 AB)$.")
+    assert {("FOO", "Method"), ("Fast Optimal Operator", "Method"), ("EM", "Metric")} <= found
+    assert not {text for text, _ in found} & {"GB", "AB"}

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from kg.extract.document import Document
-from kg.extract.text import singular, singular_phrase
+from kg.extract.text import is_acronym_like, singular, singular_phrase
 from kg.extract.vocabulary import LabelIndex, _Label
 from kg.extract.words import (
     ACRONYM_PAREN,
@@ -53,6 +53,61 @@ def _find_long_form(words: list[re.Match], short: str) -> int | None:
             return offset + i
         pos += len(w.group(0)) + 1
     return None
+
+
+# "SHORT (Long Form)": the inverse order, a short form first and its long form in parentheses.
+_INVERSE = re.compile(r"(?<![\w\-])([A-Z][A-Za-z0-9\-]{1,11})\s+\(([A-Za-z][^()]{4,80})\)")
+
+
+def _spells(short: str, long_form: str) -> bool:
+    """Whether the long form's word initials spell the short form, in order (allowing extra
+    words and inner capitals): "FOO" ↔ "Fast Optimal Operator"."""
+    letters = [ch.lower() for ch in short if ch.isalpha()]
+    words = re.findall(r"[A-Za-z][a-z]*", long_form)
+    if len(letters) < 2 or not words or words[0][0].lower() != letters[0] or \
+            len(words) > 2 * len(letters) + 1:
+        return False
+    k = 0
+    for word in words:
+        if k < len(letters) and word[0].lower() == letters[k]:
+            k += 1
+    return k == len(letters)
+
+
+def inverse_acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]
+                     ) -> list[Candidate]:
+    """Both forms of "SHORT (Long Form)" definitions the regular order does not cover.
+
+    >>> from kg.model import Paper
+    >>> from kg.vocab import load_vocabulary
+    >>> doc = Document.of(Paper(id="p", abstract="We adopt FOO (Fast Optimal Operator)."))
+    >>> [(c.span.text, c.type) for c in inverse_acronyms(LabelIndex(load_vocabulary()), doc, [])]
+    [('FOO', 'Method'), ('Fast Optimal Operator', 'Method')]
+    """
+    out: list[Candidate] = []
+    taken = [(c.span.start, c.span.end) for c in prior if c.rule == "acronym-definition"]
+    for match in _INVERSE.finditer(d.text):
+        short, long_form = match.group(1), match.group(2).strip()
+        if sum(ch.isupper() for ch in short) < 2 or not _spells(short, long_form) or any(
+                s < match.end() and match.start() < e for s, e in taken):
+            continue
+        sf_span = d.span(match.start(1), match.end(1))
+        lf_start = match.start(2) + (len(match.group(2)) - len(match.group(2).lstrip()))
+        lf_span = d.span(lf_start, lf_start + len(long_form))
+        labels = index.lookup(long_form) or (
+            index.lookup(short) if is_acronym_like(short) else [])
+        if labels:
+            for label in labels:
+                out.append(Candidate(sf_span, label.type, "acronym-definition", label.concept,
+                                     0.85, long_form=long_form))
+            continue
+        sentence = d.text[d.sentence_of(match.start()).start:match.start()]
+        type_ = _type_of_long_form(long_form, bool(PROPOSE_WORD.search(sentence)))
+        if type_ is None:
+            continue
+        out.append(Candidate(sf_span, type_, "acronym-definition", None, 0.8, long_form=long_form))
+        out.append(Candidate(lf_span, type_, "acronym-definition", None, 0.8))
+    return out
 
 
 def acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> list[Candidate]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from kg.extract.acronyms import acronyms
+from kg.extract.acronyms import acronyms, inverse_acronyms
 from kg.extract.document import Document
 from kg.extract.links import links
 from kg.extract.names import context_names, list_types, trained_candidates
@@ -58,6 +58,7 @@ class Extractor:
         found += versioned_names(self.index, list(d.names), text)
         found += coordinated_names(self.index, text)
         found += acronyms(self.index, d, found)
+        found += inverse_acronyms(self.index, d, found)
         proposed = proposals(self.index, d, found)
         found = retype_acronyms([*found, *proposed.candidates], proposed.types)
         found += context_names(self.index, d)

@@ -47,6 +47,13 @@ def list_types(chosen: Sequence[Candidate], text: str) -> list[Candidate]:
     return out
 
 
+NUMBER_BEFORE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?\s*%?\s+$")
+# Units and other capitals that follow numbers without being measures of quality.
+UNITS = set("""GB MB KB TB PB GHZ MHZ HZ FPS MS US DB GPU GPUS TPU TPUS CPU CPUS USD EUR
+FLOP FLOPS TFLOPS PFLOPS GPT LLM LLMS ICLR ICML CVPR ECCV ICCV ACL EMNLP NAACL AAAI IJCAI
+KDD SIGIR CORL IROS ICRA RSS AI ML NLP CV RL AD BC CE ID""".split())  # noqa: SIM905
+
+
 def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
     """Names typed by the words around them (see the module docstring)."""
     text = d.text
@@ -61,7 +68,12 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
         span = d.span(m.start(), m.end())
         listed = last_dataset_end >= 0 and re.fullmatch(
             r"\s*(?:,|and|or|, and|, or)\s*", text[last_dataset_end:m.start()]) is not None
-        if HARDWARE_CONTEXT.match(after) and re.search(r"\d", token):
+        if NUMBER_BEFORE.search(before) and token.isupper() and len(token) <= 6 and \
+                token not in UNITS and not re.search(r"\d", token) and \
+                d.paper.text.count("$", 0, m.start()) % 2 == 0:  # not inside $math$
+            # "71.3 EM", "12.3 WER": an unknown measure reported next to its number
+            out.append(Candidate(span, "Metric", "context-metric", None, 0.6))
+        elif HARDWARE_CONTEXT.match(after) and re.search(r"\d", token):
             out.append(Candidate(span, "Hardware", "context-hardware", None, 0.7))
         elif SIZE.search(token) or (MODEL_AFTER.match(after) and not token.isupper()):
             out.append(Candidate(span, "Model", "context-model", None, 0.65))

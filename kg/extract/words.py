@@ -154,12 +154,13 @@ WordPress DeepSeek ChatBot AutoML PhD PhDs NeurIPS ICLR ICML CoRL OpenReview ArX
 RULE_PRIORITY = {
     "acronym-definition": 6, "proposed-name": 5, "vocabulary": 4, "acronym-use": 4,
     "vocabulary-version": 4, "proposed-name-use": 3, "context-model": 2, "context-dataset": 2,
-    "context-hardware": 2, "context-method": 2, "named-entity": 1, "task-phrase": 1, "term": 1,
+    "context-hardware": 2, "context-method": 2, "context-metric": 2, "named-entity": 1,
+    "task-phrase": 1, "term": 1,
 }
 TYPE_CONFIDENCE = {"vocabulary": 0.9, "vocabulary-version": 0.85, "acronym-definition": 0.85,
                    "acronym-use": 0.8, "proposed-name": 0.85, "proposed-name-use": 0.8,
                    "context-model": 0.65, "context-dataset": 0.7, "context-hardware": 0.7,
-                   "context-method": 0.65,
+                   "context-method": 0.65, "context-metric": 0.6,
                    "named-entity": 0.5, "task-phrase": 0.6, "term": 0.6}
 
 
