@@ -2,8 +2,10 @@
 // Run: kg cypher technique-cooccurrence --param min_papers=2
 // @param min_papers:int=2  only pairs that occur in at least this many papers
 // @param limit:int=25  how many pairs to return
-MATCH (a:Technique)<--(p:Paper)-->(b:Technique)
+// @param include_mentions:bool=false  also pair techniques a paper only mentions
+MATCH (a:Technique)<-[ra]-(p:Paper)-[rb]->(b:Technique)
 WHERE a.id < b.id
+  AND ($include_mentions OR (type(ra) <> 'MENTIONS' AND type(rb) <> 'MENTIONS'))
 WITH a, b, p
 ORDER BY p.id
 WITH a, b, collect(DISTINCT p.id) AS papers

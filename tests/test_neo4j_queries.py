@@ -113,7 +113,7 @@ def test_related_papers_rank_by_shared_entities(demo_graph, ids):
 
 
 def test_techniques_a_paper_uses_together_co_occur(demo_graph, ids):
-    rows = demo_graph("technique-cooccurrence", min_papers="1")
+    rows = demo_graph("technique-cooccurrence", min_papers="1", limit="10000")
     pairs = {frozenset((r["technique"], r["with_technique"])): set(r["papers"]) for r in rows}
     # Adaptive Transformer Programs: attention mechanisms, for mechanistic interpretability.
     assert ids["atp"] in pairs[frozenset(("attention mechanism", "mechanistic interpretability"))]
@@ -180,7 +180,8 @@ def test_kg_cypher_prints_json_and_csv(demo_graph, neo4j_conn, ids):
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
     assert [r["paper"] for r in rows] == [ids["rrs"]]
-    done = run_kg("cypher", "technique-cooccurrence", "--param", "min_papers=1", env=env)
+    done = run_kg("cypher", "technique-cooccurrence", "--param", "min_papers=1",
+                  "--param", "limit=10000", env=env)
     assert done.returncode == 0 and "mechanistic interpretability" in done.stdout
 
 
