@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -34,9 +35,11 @@ class Document:
                    tuple(m for m in MARKED_NAME.finditer(text) if is_name_token(m.group(0))))
 
     def sentence_of(self, pos: int) -> Span:
-        for start, end in self.sentences:
-            if start <= pos < end:
-                return Span(self.paper.text[start:end], start, end)
+        """The sentence holding ``pos`` (the last one for a position between sentences)."""
+        k = bisect.bisect_right(self.sentences, (pos, float("inf"))) - 1
+        if k >= 0 and self.sentences[k][0] <= pos < self.sentences[k][1]:
+            start, end = self.sentences[k]
+            return Span(self.paper.text[start:end], start, end)
         start, end = self.sentences[-1] if self.sentences else (0, len(self.text))
         return Span(self.paper.text[start:end], start, end)
 

@@ -74,7 +74,9 @@ class Extractor:
         found_links = links(d, chosen, proposed.proposed)
         # Rules read the cleaned text; a mention's text is always the paper's own
         # ("k$-means", not "k -means"), whichever process extracted it.
-        chosen = [replace(c, span=d.span(c.span.start, c.span.end)) for c in chosen]
+        source = paper.text
+        chosen = [c if c.span.text == source[c.span.start:c.span.end] else
+                  replace(c, span=d.span(c.span.start, c.span.end)) for c in chosen]
         pending = [c for c, strong in terms if not strong and not any(
             o.span.start < c.span.end and c.span.start < o.span.end for o in chosen)]
         return Extraction(paper, tuple(chosen), tuple(found_links), proposed.label, d.sentences,

@@ -42,21 +42,29 @@ def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> lis
         c = chosen[i]
         out.append(Link(None, "proposes", i, d.sentence_of(c.span.start), "propose-cue", 0.85))
     not_used = _not_used(d, chosen)
-    first_of: dict[tuple, int] = {}
+    # Candidates by entity key, in order: the first is the key's first occurrence.
+    occurrences: dict[tuple, list[int]] = {}
     for i, c in enumerate(chosen):
         key = (c.type, c.concept or label_key(c.long_form or c.span.text))
-        first_of.setdefault(key, i)
-    for key, first in sorted(first_of.items(), key=lambda kv: kv[1]):
-        i = first
+        occurrences.setdefault(key, []).append(i)
+    cue_in: dict[tuple[int, bool], bool] = {}  # (sentence start, use cue?) → cue found
+
+    def has_cue(j: int, use: bool) -> bool:
+        sentence = d.sentence_of(chosen[j].span.start)
+        if (sentence.start, use) not in cue_in:
+            cue_in[(sentence.start, use)] = bool((USE_CUE if use else EVAL_CUE).search(
+                sentence.text))
+        return cue_in[(sentence.start, use)]
+
+    for same in sorted(occurrences.values(), key=lambda v: v[0]):
+        i = same[0]
         c = chosen[i]
         is_proposed = i in proposed or label_key(c.span.text) in proposed_keys or \
             label_key(c.long_form or "") in proposed_keys
         if is_proposed:
             continue
         predicate = PREDICATE_FOR_TYPE[c.type]
-        cue = USE_CUE if predicate in ("usesTechnique", "usesModel", "runsOn") else EVAL_CUE
-        same = [j for j, o in enumerate(chosen)
-                if (o.type, o.concept or label_key(o.long_form or o.span.text)) == key]
+        use = predicate in ("usesTechnique", "usesModel", "runsOn")
         reasons = [not_used[j] for j in same]
         if all(reasons):
             # Only negated, contrasted or prior work: the paper mentions it, it does not use it.
@@ -65,8 +73,7 @@ def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> lis
             continue
         same = [j for j in same if not not_used[j]]
         i = same[0]
-        best = next((j for j in same if cue.search(d.sentence_of(chosen[j].span.start).text)),
-                    None)
+        best = next((j for j in same if has_cue(j, use)), None)
         j = best if best is not None else i
         evidence = d.sentence_of(chosen[j].span.start)
         confidence = round(min(c.confidence, 0.9 if best is not None else 0.6), 2)
@@ -106,6 +113,20 @@ def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> lis
 
 
 
+# The first words of every NOT_USED_BEFORE cue (the pattern cannot match without one).
+_CUE_WORDS = frozenset((
+    "without", "neither", "nor", "instead", "rather", "unlike", "contrast", "opposed",
+    "contrary", "comparison", "free", "no", "not", "never", "avoid", "avoids", "avoiding",
+    "avoided", "eliminate", "eliminates", "eliminating", "eliminated", "obviate", "obviates",
+    "obviating", "obviated", "bypass", "bypasses", "bypassing", "bypassed", "circumvent",
+    "circumvents", "circumventing", "circumvented", "dispense", "dispenses", "dispensing",
+    "dispensed", "alternative", "alternatives", "replace", "replaces", "replaced", "replacing",
+    "compared", "than"))
+
+
+_LETTERS = re.compile(r"[a-z]+")
+
+
 def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
     """Per candidate: why this occurrence is not a use ("negated", "contrasted", "prior-work")
     or None. Tasks and metrics are what a paper addresses and measures: never discounted."""
@@ -127,7 +148,9 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
                     found = None if m is None else sentence.start + m.end()
                 prior_from[sentence.start] = found
             window = d.text[max(sentence.start, c.span.start - 80):c.span.start]
-            cue = NOT_USED_BEFORE.search(window)
+            # Most windows hold no cue word at all: a set lookup spares them the big pattern.
+            cue = NOT_USED_BEFORE.search(window) if not _CUE_WORDS.isdisjoint(
+                _LETTERS.findall(window.lower())) else None
             if cue:
                 contrast = CONTRAST_CUE.match(cue.group(0).strip())
                 reason = "contrasted" if contrast else "negated"

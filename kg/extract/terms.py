@@ -33,7 +33,7 @@ _HEADS = sorted((h for h, t in HEAD_TYPES.items() if t in ("Technique", "Metric"
 # Heads first, then the words before them: much faster than one pattern tried at every word.
 _HEAD = re.compile(r"(?<![\w\-])(?:" + "|".join(re.escape(h) for h in _HEADS) + r")(?![\w\-])",
                    re.IGNORECASE)
-_WORDS_BEFORE = re.compile(r"(?<![\w\-])(?:[A-Za-z][A-Za-z0-9\-]*[ \t]+){1,3}$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*")
 # Participles and gerunds that are nouns or adjectives in a term ("federated learning",
 # "contrastive learning", "sampling efficiency"); any other -ed/-ing word makes a clause.
 _ED_OK = set("""supervised federated distributed constrained structured weighted randomized guided
@@ -66,6 +66,31 @@ TERM_CONFIDENCE = 0.6
 _WEAK_HEADS = {"training", "inference", "optimization"}
 
 
+def _words_before(text: str, pos: int) -> list[tuple[int, str]]:
+    """Up to three words right before ``pos`` (spaces or tabs between), with their starts.
+
+    >>> text = "we use hierarchical policy learning"
+    >>> [w for _, w in _words_before(text, text.index("learning"))]
+    ['use', 'hierarchical', 'policy']
+    """
+    words: list[tuple[int, str]] = []
+    j = pos
+    while len(words) < 3:
+        k = j
+        while k > 0 and text[k - 1] in " \t":
+            k -= 1
+        if k == j:
+            break
+        end = k
+        while k > 0 and (text[k - 1].isalnum() or text[k - 1] in "-_"):
+            k -= 1
+        if not _WORD.fullmatch(text, k, end):
+            break
+        words.insert(0, (k, text[k:end]))
+        j = k
+    return words
+
+
 def term_candidates(d: Document, prior: Sequence[Candidate]) -> list[tuple[Candidate, bool]]:
     """Every term the rule sees, with whether its context is strong enough on its own."""
     taken = [(c.span.start, c.span.end) for c in prior]
@@ -73,18 +98,15 @@ def term_candidates(d: Document, prior: Sequence[Candidate]) -> list[tuple[Candi
     keywords = {match_key(k) for k in d.paper.keywords}
     found: list[tuple[int, int, str]] = []
     for m in _HEAD.finditer(d.text):
-        before = _WORDS_BEFORE.search(d.text, max(0, m.start() - 80), m.start())
-        if before is None:
-            continue
-        words = before.group(0).split()
-        while words and (words[0].lower() in TASK_STOP or words[0].lower() in _MORE_STOP
-                         or words[0].endswith("ly")):
-            words.pop(0)
+        placed = _words_before(d.text, m.start())
+        while placed and (placed[0][1].lower() in TASK_STOP or placed[0][1].lower() in _MORE_STOP
+                          or placed[0][1].endswith("ly")):
+            placed.pop(0)
+        words = [w for _, w in placed]
         if not words or not _modifiers_ok(words):
             continue
         head = m.group(0)
-        gap = len(before.group(0)) - len(before.group(0).rstrip())
-        start = m.start() - gap - len(" ".join(words))
+        start = placed[0][0]
         end = m.end()
         if d.text[start:end] != " ".join([*words, head]) or any(
                 s < end and start < e for s, e in taken):
@@ -96,7 +118,7 @@ def term_candidates(d: Document, prior: Sequence[Candidate]) -> list[tuple[Candi
         key = match_key(d.text[start:end])
         sentence = d.sentence_of(start)
         strong = (start < title_end or key in keywords or counts[key] > 1
-                  or bool(_STRONG_BEFORE.search(d.text[sentence.start:start])))
+                  or bool(_STRONG_BEFORE.search(d.text[max(sentence.start, start - 40):start])))
         out.append((Candidate(d.span(start, end), type_, "term", None, TERM_CONFIDENCE), strong))
     return out
 

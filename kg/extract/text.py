@@ -6,6 +6,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import re
 
 LATEX_CMD = re.compile(r"\\[A-Za-z]+")
@@ -22,6 +23,7 @@ def clean_text(text: str) -> str:
     return MARKUP.sub(" ", text)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # called for every candidate, often on the same words
 def label_key(text: str) -> str:
     """Lookup key that ignores case, spaces, hyphens and dots: ResNet-18 = resnet18.
 
