@@ -185,6 +185,10 @@ def _type_of_long_form(long_form: str, proposing: bool) -> str | None:
         # "Empirical Risk Minimization (ERM)" names a technique; one the paper proposes is
         # its method ("we propose Contrastive Preference Learning (CPL)").
         return "Method" if proposing else "Technique"
+    if by_head == "Model":
+        # "recurrent spiking neural networks (RSNNs)": a lower-case class of models is a
+        # Technique (ontology/README.md), unless the sentence introduces it as the paper's own.
+        return "Model" if proposing else "Technique"
     if by_head:
         return by_head
     if head in GENERIC_HEADS:
