@@ -279,3 +279,14 @@ def test_markup_in_titles_never_reaches_the_map_file_as_markup(tmp_path):
     payload = text.split('<script type="application/json" id="kg-data">')[1].split("</script>")[0]
     assert "<" not in payload and ">" not in payload and "&" not in payload
     assert "\\u003cimg src=x" in payload  # the title is there, escaped
+
+
+def test_above_the_related_limit_the_map_points_to_kg_related_instead(seed_corpus, monkeypatch):
+    import kg.viz.map as map_module
+
+    assert all("r" in row for row in map_module.build_map(seed_corpus).papers)
+    monkeypatch.setattr(map_module, "RELATED_MAX_PAPERS", 5)
+    view = map_module.build_map(seed_corpus)
+    assert view.papers and all("r" not in row for row in view.papers)
+    script = (Path(map_module.__file__).parent.parent / "templates" / "map.js").read_text()
+    assert "kg related " in script and "if (!p.r)" in script

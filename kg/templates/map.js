@@ -393,6 +393,12 @@
     }
     panel.appendChild(el("h3", {text: "Most related papers (as kg related ranks them)"}));
     var rel = el("ol", {id: "kg-related"});
+    if (!p.r) {  // not precomputed for very large corpora
+      rel.appendChild(el("li", {className: "kg-hint",
+                                text: "run: kg related " + p.id + " --graph DIR"}));
+      panel.appendChild(rel);
+      return;
+    }
     p.r.forEach(function (row) {
       var q = P[row[0]];
       rel.appendChild(el("li", {className: "kg-paper", "data-paper": q.id}, [
