@@ -281,12 +281,19 @@ def test_markup_in_titles_never_reaches_the_map_file_as_markup(tmp_path):
     assert "\\u003cimg src=x" in payload  # the title is there, escaped
 
 
-def test_above_the_related_limit_the_map_points_to_kg_related_instead(seed_corpus, monkeypatch):
+def test_a_very_large_map_points_to_kg_related_and_kg_shared_instead_of_listing_all(
+        seed_corpus, monkeypatch):
     import kg.viz.map as map_module
 
     assert all("r" in row for row in map_module.build_map(seed_corpus).papers)
+    full = {n["kg"]: len(n["uses"]) for n in map_module.build_map(seed_corpus).nodes}
     monkeypatch.setattr(map_module, "RELATED_MAX_PAPERS", 5)
+    monkeypatch.setattr(map_module, "LIST_MAX", 1)
     view = map_module.build_map(seed_corpus)
     assert view.papers and all("r" not in row for row in view.papers)
+    # A technique used by more papers than LIST_MAX lists one and says how many there are.
+    busy = [n for n in view.nodes if full[n["kg"]] > 1]
+    assert busy and all(len(n["uses"]) == 1 and n["usesTotal"] == full[n["kg"]]
+                        for n in busy)
     script = (Path(map_module.__file__).parent.parent / "templates" / "map.js").read_text()
     assert "kg related " in script and "if (!p.r)" in script

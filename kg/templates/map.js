@@ -349,9 +349,10 @@
   function showTechnique(n) {
     clear(panel);
     panel.appendChild(el("h2", {text: n.name}));
+    var nUses = n.usesTotal || n.uses.length, nMentions = n.mentionsTotal || n.mentions.length;
     panel.appendChild(el("p", {className: "kg-meta", text: n.type + " · used by " +
-      plural(n.uses.length, "paper") + (n.mentions.length ? ", mentioned only by " +
-      n.mentions.length : "") + (n.c !== undefined ? " · cluster: " + data.clusters[n.c].label : "")}));
+      plural(nUses, "paper") + (nMentions ? ", mentioned only by " +
+      nMentions : "") + (n.c !== undefined ? " · cluster: " + data.clusters[n.c].label : "")}));
     if (n.aliases) panel.appendChild(el("p", {className: "kg-meta", text: "Also: " + n.aliases.join(", ")}));
     if (n.with.length) {
       panel.appendChild(el("h3", {text: "Most often combined with"}));
@@ -361,10 +362,14 @@
       });
       panel.appendChild(w);
     }
-    panel.appendChild(el("h3", {text: "Papers that use it (" + n.uses.length + ")"}));
+    panel.appendChild(el("h3", {text: "Papers that use it (" + nUses + ")"}));
     var uses = el("ul", {id: "kg-uses"});
     n.uses.forEach(function (row) { uses.appendChild(paperItem(row)); });
     panel.appendChild(uses);
+    if (nUses > n.uses.length) {
+      panel.appendChild(el("p", {className: "kg-hint", text: "the " + n.uses.length +
+        " surest of " + nUses + " listed; all: kg shared \"" + n.name + "\" --graph DIR"}));
+    }
     if (n.mentions.length) {
       panel.appendChild(el("h3", {text: "Papers that only mention it — negated, contrasted " +
                                         "or prior work (" + n.mentions.length + ")"}));

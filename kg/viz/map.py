@@ -87,6 +87,9 @@ def _paper_url(result: PaperResult) -> str | None:
 # Ranking every paper's related papers costs about 3 ms a paper at 5,000 papers and grows with
 # the corpus; above this size the panel points to `kg related` instead of precomputing.
 RELATED_MAX_PAPERS = 20_000
+# Above that size, a technique's panel lists this many papers (the surest), and says how many
+# more `kg shared` would list: the evidence sentences of every use would make the file huge.
+LIST_MAX = 100
 
 
 def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
@@ -222,16 +225,19 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
             hit = [u for u in use.uses if u.used]
             if hit:
                 u = hit[0]
-                use_rows.append([i, sentence_ref(i, u.evidence.text), round(u.confidence, 2)])
+                use_rows.append([i, u.evidence.text, round(u.confidence, 2)])
                 for other in set(result.used_ids) & tech_set:
                     if other not in {x.entity.id for x in use.uses}:
                         combined[index_of[other]] += 1
             else:
                 u = use.uses[0]
-                mention_rows.append([i, sentence_ref(i, u.evidence.text),
-                                     round(u.confidence, 2)])
-        node["uses"] = use_rows
-        node["mentions"] = mention_rows
+                mention_rows.append([i, u.evidence.text, round(u.confidence, 2)])
+        for key, rows in (("uses", use_rows), ("mentions", mention_rows)):
+            if len(results) > RELATED_MAX_PAPERS and len(rows) > LIST_MAX:
+                # A very large corpus lists the surest uses; `kg shared` lists them all.
+                node[key + "Total"] = len(rows)
+                rows = sorted(sorted(rows, key=lambda r: (-r[2], r[0]))[:LIST_MAX])
+            node[key] = [[i, sentence_ref(i, text), conf] for i, text, conf in rows]
         node["with"] = [[j, c] for j, c in sorted(combined.items(),
                                                   key=lambda kv: (-kv[1], kv[0]))[:8]]
         view.nodes.append(node)
