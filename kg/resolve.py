@@ -21,7 +21,8 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from kg.extract import LabelIndex, clean_text, match_key, relabel, sentence_offsets, singular_phrase
+from kg.extract import LabelIndex, match_key, relabel, singular_phrase
+from kg.extract.document import sentence_at
 from kg.model import (
     Candidate,
     Corpus,
@@ -163,8 +164,4 @@ def _sentence_for(ex: Extraction, span: Span) -> Span:
     for link in ex.links:
         if link.evidence.start <= span.start < link.evidence.end:
             return link.evidence
-    text = ex.paper.text
-    for start, end in ex.sentences or sentence_offsets(clean_text(text)):
-        if start <= span.start < end:
-            return Span(text[start:end], start, end)
-    return Span(text, 0, len(text))
+    return sentence_at(ex, span.start)

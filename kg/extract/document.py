@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kg.extract.text import clean_text, sentence_offsets
 from kg.extract.words import MARKED_NAME, is_name_token
-from kg.model import Paper, Span
+from kg.model import Extraction, Paper, Span
 
 
 @dataclass(frozen=True)
@@ -45,3 +45,18 @@ class Document:
 
     def span(self, start: int, end: int) -> Span:
         return Span(self.paper.text[start:end], start, end)
+
+
+def sentence_at(ex: Extraction, pos: int) -> Span:
+    """The sentence of an extracted paper that holds ``pos`` (the whole text if none does).
+
+    >>> from kg.model import Paper
+    >>> ex = Extraction(Paper(id="p", abstract="One. Two words."), (), (), None, ((0, 4), (5, 15)))
+    >>> sentence_at(ex, 7).text
+    'Two words.'
+    """
+    text = ex.paper.text
+    for start, end in ex.sentences or sentence_offsets(clean_text(text)):
+        if start <= pos < end:
+            return Span(text[start:end], start, end)
+    return Span(text, 0, len(text))

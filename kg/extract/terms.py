@@ -21,10 +21,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from kg.extract.document import Document
-from kg.extract.text import match_key, sentence_offsets
+from kg.extract.document import Document, sentence_at
+from kg.extract.text import match_key
 from kg.extract.words import HEAD_TYPES, NOT_USED_BEFORE, TASK_STOP
-from kg.model import PREDICATE_FOR_TYPE, Candidate, Extraction, Link, Span
+from kg.model import PREDICATE_FOR_TYPE, Candidate, Extraction, Link
 
 # "rate" is left out: "learning rate", "dropout rate" and "sampling rate" are settings, and the
 # rates papers report (success rate, error rate) are in the vocabulary.
@@ -166,7 +166,7 @@ def promote_recurring(extractions: Sequence[Extraction]) -> list[Extraction]:
             if key in linked:
                 continue
             linked.add(key)
-            sentence = _sentence(ex, c.span.start)
+            sentence = sentence_at(ex, c.span.start)
             window = ex.paper.text[max(sentence.start, c.span.start - 80):c.span.start]
             negated = NOT_USED_BEFORE.search(window) is not None
             predicate = "mentions" if negated else PREDICATE_FOR_TYPE[c.type]
@@ -174,11 +174,3 @@ def promote_recurring(extractions: Sequence[Extraction]) -> list[Extraction]:
                               f"{predicate}:recurring-term", TERM_CONFIDENCE))
         out.append(replace(ex, candidates=tuple(candidates), links=tuple(links), pending=()))
     return out
-
-
-def _sentence(ex: Extraction, pos: int) -> Span:
-    text = ex.paper.text
-    for start, end in ex.sentences or sentence_offsets(text):
-        if start <= pos < end:
-            return Span(text[start:end], start, end)
-    return Span(text, 0, len(text))
