@@ -297,3 +297,23 @@ def test_a_very_large_map_points_to_kg_related_and_kg_shared_instead_of_listing_
                         for n in busy)
     script = (Path(map_module.__file__).parent.parent / "templates" / "map.js").read_text()
     assert "kg related " in script and "if (!p.r)" in script
+
+
+def test_the_technique_view_shows_papers_that_only_mention_it_on_request(tmp_path):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in [
+        {"id": "uses", "title": "Fast serving with caches",
+         "abstract": "We use KV caching to serve LLaMA models quickly."},
+        {"id": "negates", "title": "Serving without memory",
+         "abstract": "Our method requires neither caching past activations nor pruning."},
+    ]), encoding="utf-8")
+    pages = {}
+    for flag in ((), ("--include-mentions",)):
+        out = tmp_path / f"view{len(flag)}.html"
+        result = CliRunner().invoke(cli, ["viz", str(papers), "--technique", "caching",
+                                          "-o", str(out), *flag])
+        assert result.exit_code == 0, result.output
+        pages[bool(flag)] = out.read_text(encoding="utf-8")
+    assert "Fast serving with caches" in pages[False]
+    assert "Serving without memory" not in pages[False]
+    assert "Serving without memory" in pages[True]

@@ -25,8 +25,11 @@ from kg.viz import DEFAULT_MAX_ENTITIES, DEFAULT_RELATED
               show_default=True,
               help="map: techniques, clusters and the papers using each; graph: papers and "
                    "entities; auto: the map above 300 papers.")
+@click.option("--include-mentions", is_flag=True,
+              help="With --technique: also the papers that only mention it (negated, "
+                   "contrasted, prior work). The map lists those apart anyway.")
 def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, max_entities,
-        view):
+        view, include_mentions):
     """Write the interactive graph HTML (works offline: no CDN, no network request).
 
     GRAPH is an export directory (from ``kg build``) or an extraction JSONL; any other INPUT
@@ -50,7 +53,8 @@ def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, m
                          options=ingest, notices=notices)
     report_skips(corpus, notices)
     summary = write_viz(corpus, output, technique=technique, paper=paper_id,
-                        max_entities=max_entities, related=related, view=view)
+                        max_entities=max_entities, related=related, view=view,
+                        include_mentions=include_mentions)
     click.echo(f"wrote {summary.path}: {summary.papers} papers, {summary.entities} entities, "
                f"{summary.edges} links ({summary.bytes / 1e6:.1f} MB)", err=True)
     if summary.notice:

@@ -95,6 +95,7 @@ def build_view(
     paper: str | None = None,
     max_entities: int = DEFAULT_MAX_ENTITIES,
     related: int = DEFAULT_RELATED,
+    include_mentions: bool = False,
 ) -> GraphView:
     """Choose the papers and entities to show, lay them out, and collect their details.
 
@@ -133,7 +134,7 @@ def build_view(
         # The same matching as `kg shared`: names, aliases, vocabulary labels, narrower concepts.
         from kg.analysis import shared
 
-        uses = shared(corpus, technique)
+        uses = shared(corpus, technique, include_mentions=include_mentions)
         if not uses:
             raise InputError(f"--technique {technique!r}: no paper in this graph uses it "
                              "(or a narrower concept)")
@@ -521,9 +522,11 @@ def write_viz(
     max_entities: int = DEFAULT_MAX_ENTITIES,
     related: int = DEFAULT_RELATED,
     view: str = "auto",
+    include_mentions: bool = False,
 ) -> VizSummary:
     """Build the view and write the HTML file (parent directories are created).
 
+    ``include_mentions``: the technique view also shows papers that only mention it.
     ``view``: "map" (the technique map, kg.viz.map), "graph" (papers and entities) or "auto":
     the map above ``MAP_MIN_PAPERS`` papers, else the graph. ``technique``/``paper`` always
     give their focused graph.
@@ -548,7 +551,7 @@ def write_viz(
         notice = m.notice
     else:
         g = build_view(corpus, technique=technique, paper=paper, max_entities=max_entities,
-                       related=related)
+                       related=related, include_mentions=include_mentions)
         text = render_html(g)
         counts, notice = g.counts(), g.notice
     path = Path(output)
