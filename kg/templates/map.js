@@ -8,20 +8,7 @@
   var started = performance.now();
   var N = data.nodes, P = data.papers;
 
-  function el(tag, attrs, children) {
-    var node = document.createElement(tag);
-    var key;
-    for (key in attrs || {}) {
-      if (key === "text") node.textContent = attrs[key];
-      else if (key === "className") node.className = attrs[key];
-      else node.setAttribute(key, attrs[key]);
-    }
-    (children || []).forEach(function (child) {
-      if (child === null || child === undefined) return;
-      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
-    });
-    return node;
-  }
+  var el = kgEl;  // dom.js, inlined before this script
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
   function short(text, limit) {
     return text.length <= limit ? text : text.slice(0, limit - 1).replace(/\s+\S*$/, "") + "…";

@@ -5,20 +5,7 @@
   var data = JSON.parse(document.getElementById("kg-data").textContent);
   var started = performance.now();
 
-  function el(tag, attrs, children) {
-    var node = document.createElement(tag);
-    var key;
-    for (key in attrs || {}) {
-      if (key === "text") node.textContent = attrs[key];
-      else if (key === "className") node.className = attrs[key];
-      else node.setAttribute(key, attrs[key]);
-    }
-    (children || []).forEach(function (child) {
-      if (child === null || child === undefined) return;
-      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
-    });
-    return node;
-  }
+  var el = kgEl;  // dom.js, inlined before this script
 
   function firstLines(text, limit) {
     text = (text || "").replace(/\s+/g, " ").trim();

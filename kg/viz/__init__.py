@@ -449,6 +449,12 @@ def _script_json(data: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def app_script(name: str) -> str:
+    """A page's script as inlined: the shared DOM helper (dom.js), then ``name``."""
+    code = "\n".join((_TEMPLATES / f).read_text(encoding="utf-8") for f in ("dom.js", name))
+    return _inline_safe(code, name)
+
+
 def _inline_safe(code: str, what: str) -> str:
     if "</script" in code.lower() or "</style" in code.lower():  # would end the element early
         raise RuntimeError(f"{what} contains a closing tag and cannot be inlined")
@@ -490,7 +496,7 @@ def render_html(g: GraphView) -> str:
         page_title=html_lib.escape(f"kg — {g.title}"),
         vis_js=_inline_safe(vis_js, "vis-network.min.js"),
         vis_css=_inline_safe(vis_css, "vis-network.css"),
-        app_js=_inline_safe((_TEMPLATES / "viz.js").read_text(encoding="utf-8"), "viz.js"),
+        app_js=app_script("viz.js"),
         app_css=_inline_safe((_TEMPLATES / "viz.css").read_text(encoding="utf-8"), "viz.css"),
         payload=_script_json(payload),
     )

@@ -386,7 +386,7 @@ def render_map_html(view: MapView) -> str:
 
     from pyvis.network import Network
 
-    from kg.viz import _TEMPLATES, _inline_safe, _script_json, _vis_assets
+    from kg.viz import _TEMPLATES, _inline_safe, _script_json, _vis_assets, app_script
 
     net = Network(height="100%", width="100%", heading=view.title, cdn_resources="in_line")
     net.set_template_dir(str(_TEMPLATES) + "/", "map.html")
@@ -406,7 +406,7 @@ def render_map_html(view: MapView) -> str:
         page_title=html_lib.escape(f"kg — {view.title}"),
         vis_js=_inline_safe(vis_js, "vis-network.min.js"),
         vis_css=_inline_safe(vis_css, "vis-network.css"),
-        app_js=_inline_safe((_TEMPLATES / "map.js").read_text(encoding="utf-8"), "map.js"),
+        app_js=app_script("map.js"),
         app_css=_inline_safe(css, "map.css"),
         payload=_script_json(payload),
     )
