@@ -143,11 +143,8 @@ def test_the_search_box_narrows_the_view_to_matches_and_their_neighbours(
     assert len(page.evaluate("kgViz.visibleNodeIds()")) < view.counts()["nodes"]
 
 
-def test_clicking_a_node_highlights_its_neighbourhood_and_shows_its_evidence(
-        browser, seed_page_file, seed_corpus):
-    page = open_graph(browser, seed_page_file)
-    view = build_view(seed_corpus)
-    node = max(view.nodes, key=lambda n: n["value"])["id"]
+def click_node(page, node: int) -> None:
+    """A real left click (DevTools mouse events) on a node where the canvas draws it."""
     x, y = page.evaluate(f"""(() => {{
         const p = kgViz.network.canvasToDOM(kgViz.network.getPosition({node}));
         const r = document.getElementById('kg-network').getBoundingClientRect();
@@ -155,6 +152,14 @@ def test_clicking_a_node_highlights_its_neighbourhood_and_shows_its_evidence(
     for kind in ("mousePressed", "mouseReleased"):
         page.send("Input.dispatchMouseEvent",
                   {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+
+def test_clicking_a_node_highlights_its_neighbourhood_and_shows_its_evidence(
+        browser, seed_page_file, seed_corpus):
+    page = open_graph(browser, seed_page_file)
+    view = build_view(seed_corpus)
+    node = max(view.nodes, key=lambda n: n["value"])["id"]
+    click_node(page, node)
     page.wait_for("kgViz.network.getSelectedNodes().length === 1")
     assert page.evaluate("kgViz.network.getSelectedNodes()") == [node]
     panel = page.evaluate("document.getElementById('kg-panel').textContent")
@@ -305,13 +310,7 @@ def test_clicking_a_technique_on_the_canvas_opens_its_papers(browser, iclr_page)
     page = iclr_page
     page.evaluate("kgViz.reset()")
     node = page.evaluate("kgViz.data.nodes.reduce((a, n) => n.n > a.n ? n : a).id")
-    x, y = page.evaluate(f"""(() => {{
-        const p = kgViz.network.canvasToDOM(kgViz.network.getPosition({node}));
-        const r = document.getElementById('kg-network').getBoundingClientRect();
-        return [p.x + r.left, p.y + r.top]; }})()""")
-    for kind in ("mousePressed", "mouseReleased"):
-        page.send("Input.dispatchMouseEvent",
-                  {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+    click_node(page, node)
     page.wait_for("document.querySelectorAll('#kg-uses li').length > 0")
     uses = page.evaluate(f"kgViz.data.nodes[{node}].uses.length")
     assert page.evaluate("document.querySelectorAll('#kg-uses li').length") == uses
