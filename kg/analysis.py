@@ -28,16 +28,18 @@ import difflib
 import math
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-
-import networkx as nx
+from typing import TYPE_CHECKING, NamedTuple
 
 from kg.errors import KgError
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
 from kg.rdf import entity_iri, paper_iri  # the one IRI scheme: GraphML/CSV ids = RDF IRIs
 from kg.text import shorten
 from kg.vocab import Vocabulary, load_vocabulary
+
+if TYPE_CHECKING:  # networkx costs 0.2 s to import; a query that needs no graph skips it
+    import networkx as nx
 
 # How much sharing one entity of each type says about two papers being related. Hardware and
 # metrics ("GPU", "accuracy") are shared by unrelated papers, so they do not count.
@@ -167,8 +169,7 @@ def paper_label(paper: Paper) -> str:
 # ------------------------------------------------------------------ the index
 
 
-@dataclass(frozen=True, slots=True)
-class _Feature:
+class _Feature(NamedTuple):  # a tuple: a stored index holds ~10 per paper, read in bulk
     factor: float  # 1.0 direct use, INHERITED ** depth through narrower entities
     via: tuple[str, ...]  # entity ids in this paper that brought an inherited feature, nearest
     # first
@@ -199,6 +200,13 @@ class AnalysisIndex:
     confidence: dict[tuple[str, str], float] = field(default_factory=dict)  # like evidence
     used: frozenset[tuple[str, str]] = frozenset()  # (paper id, entity id) the paper uses
     include_mentions: bool = False  # built over every mention, not only uses
+    min_confidence: float = 0.0
+    # Where the corpus comes from when a query needs another index (a project's stored index
+    # is built with the defaults; --include-mentions needs the corpus).
+    source: Callable[[], Corpus] | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.papers)
 
     @property
     def n_papers(self) -> int:
@@ -339,7 +347,8 @@ def build_index(corpus: Corpus, vocab: Vocabulary | None = None, *,
                          tuple((pid, f"{r.paper.label}\0{r.paper.title or ''}".casefold())
                                for pid, r in papers.items()),
                          labels, {k: tuple(sorted(v)) for k, v in concept_labels.items()},
-                         broader, vocab, confidence, frozenset(used), include_mentions)
+                         broader, vocab, confidence, frozenset(used), include_mentions,
+                         min_confidence)
 
 
 _INDEXES: dict[tuple[int, bool, float], tuple[weakref.ref, AnalysisIndex]] = {}
@@ -354,6 +363,14 @@ def analysis_index(corpus: Corpus, include_mentions: bool = False,
     >>> analysis_index(corpus) is analysis_index(corpus)
     True
     """
+    if isinstance(corpus, AnalysisIndex):  # a project's stored index, or one built before
+        if (corpus.include_mentions, corpus.min_confidence) == (include_mentions,
+                                                                min_confidence):
+            return corpus
+        if corpus.source is None:
+            raise KgError("this index was built with other --include-mentions / "
+                          "--min-confidence settings and has no corpus to rebuild from")
+        corpus = _source_corpus(corpus)
     key = (id(corpus), include_mentions, min_confidence)
     cached = _INDEXES.get(key)
     if cached is not None and cached[0]() is corpus:
@@ -363,6 +380,17 @@ def analysis_index(corpus: Corpus, include_mentions: bool = False,
     _INDEXES[key] = (weakref.ref(corpus), index)
     weakref.finalize(corpus, _INDEXES.pop, key, None)
     return index
+
+
+_CORPORA: dict[int, Corpus] = {}
+
+
+def _source_corpus(index: AnalysisIndex) -> Corpus:
+    """The corpus behind a stored index, read once per index."""
+    if id(index) not in _CORPORA:
+        _CORPORA[id(index)] = index.source()
+        weakref.finalize(index, _CORPORA.pop, id(index), None)
+    return _CORPORA[id(index)]
 
 
 # ------------------------------------------------------------------ finding a paper
@@ -617,6 +645,8 @@ def clusters(corpus: Corpus, seed: int = 0, min_size: int = 2, terms: int = 3) -
     True
     """
     index = analysis_index(corpus)
+    import networkx as nx
+
     graph = nx.Graph()
     graph.add_nodes_from(("p", pid) for pid in sorted(index.papers))
     keys = sorted(k for k, papers in index.postings.items()
@@ -686,6 +716,8 @@ def paper_entity_graph(corpus: Corpus) -> nx.Graph:
     ...     n for n in g["model/llama"] if g.nodes[n]["kind"] == "paper")
     ('entity', True)
     """
+    import networkx as nx
+
     graph = nx.Graph()
     for result in corpus.results:
         p = result.paper
@@ -770,6 +802,8 @@ def corpus_graph(corpus: Corpus, vocab: Vocabulary | None = None) -> nx.MultiDiG
         for parent in vocab.concepts[iri].broader:
             if parent in vocab.concepts:
                 edges.append((iri, parent, "broader", {"predicate": "broader"}))
+    import networkx as nx
+
     graph = nx.MultiDiGraph()
     graph.add_nodes_from(sorted(nodes, key=lambda n: n[0]))
     for source, target, key, attrs in sorted(edges, key=lambda e: e[:3]):

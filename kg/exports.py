@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -251,13 +251,18 @@ def write_exports(
     out_dir: str | Path,
     *,
     html: bool = True,
+    files: Collection[str] | None = None,
     inputs: Sequence[str | Path] = (),
     on_step: Callable[[str], None] | None = None,
+    triples: list | None = None,
+    n_triples: int | None = None,
 ) -> BuildRecord:
     """Write the export set of ``kg build`` into ``out_dir`` and finish with ``build.json``.
 
     graph.ttl, graph.nt (sorted N-Triples), graph.jsonld, graph.graphml, nodes.csv, edges.csv,
-    extraction.jsonl and (``html``) graph.html, each byte-identical for the same corpus.
+    extraction.jsonl and (``html``) graph.html, each byte-identical for the same corpus;
+    ``files`` names a subset to write instead. ``triples`` are the corpus's triples when the
+    caller has them already; ``n_triples`` their number when no file here needs them.
     ``on_step`` is told the name of each step as it starts (for progress on a terminal).
     """
     from kg import __version__, rdf
@@ -265,33 +270,36 @@ def write_exports(
 
     out_dir = check_writable(out_dir)
     step = on_step or (lambda name: None)
+    wanted = set(KNOWN_FILES[:8] if files is None else files) - {"graph.cypher"}
+    if not html:
+        wanted.discard("graph.html")
     previous = _previous_files(out_dir)
     # No record while files change: a reader refuses the directory rather than mix generations.
     (out_dir / RECORD).unlink(missing_ok=True)
 
-    step("RDF triples")
-    triples = rdf.corpus_triples(corpus)
+    if triples is None and (n_triples is None or
+                            wanted & {"graph.nt", "graph.ttl", "graph.jsonld"}):
+        step("RDF triples")
+        triples = rdf.corpus_triples(corpus)
     writers: list[tuple[str, Callable[[Path], object]]] = [
         ("graph.nt", lambda p: _write_text(p, rdf.triples_to_ntriples(triples))),
         ("graph.ttl", lambda p: _write_text(p, rdf.triples_to_turtle(triples))),
         ("graph.jsonld", lambda p: _write_text(p, rdf.triples_to_jsonld(triples))),
         ("graph.graphml", lambda p: write_graphml(corpus, p)),
-        ("nodes.csv", None),  # written with edges.csv below
         ("extraction.jsonl", lambda p: _write_jsonl(corpus, p, write_jsonl)),
     ]
-    files: dict[str, dict[str, object]] = {}
-    for name, write in writers:
-        if write is None:
-            step("nodes.csv, edges.csv")
-            with replacing(out_dir / "nodes.csv") as nodes, \
-                    replacing(out_dir / "edges.csv") as edges:
-                write_csv(corpus, nodes, edges)
-            continue
-        step(name)
-        with replacing(out_dir / name) as tmp:
-            write(tmp)
     notices: list[str] = []
-    if html:
+    for name, write in writers:
+        if name in wanted:
+            step(name)
+            with replacing(out_dir / name) as tmp:
+                write(tmp)
+    if wanted & {"nodes.csv", "edges.csv"}:
+        wanted |= {"nodes.csv", "edges.csv"}
+        step("nodes.csv, edges.csv")
+        with replacing(out_dir / "nodes.csv") as nodes, replacing(out_dir / "edges.csv") as edges:
+            write_csv(corpus, nodes, edges)
+    if "graph.html" in wanted:
         from kg.viz import write_viz
 
         step("graph.html")
@@ -299,18 +307,19 @@ def write_exports(
             summary = write_viz(corpus, tmp)
         if summary.notice:
             notices.append(f"graph.html: {summary.notice}")
-    names = [name for name, _ in writers] + ["edges.csv"] + (["graph.html"] if html else [])
     step("build.json")
-    for name in sorted(names):
+    written: dict[str, dict[str, object]] = {}
+    for name in sorted(wanted):
         path = out_dir / name
-        files[name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
-    _remove_stale(out_dir, set(files) | {RECORD}, previous)
+        written[name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
+    _remove_stale(out_dir, set(written) | {RECORD}, previous)
     record = BuildRecord(
         version=__version__,
         counts={"papers": len(corpus), "entities": len(corpus.entities),
                 "relations": sum(len(r.relations) for r in corpus.results),
-                "skipped": len(corpus.skipped), "triples": len(triples)},
-        files=files, inputs=tuple(_input_record(s) for s in inputs), notices=tuple(notices))
+                "skipped": len(corpus.skipped),
+                "triples": len(triples) if triples is not None else n_triples},
+        files=written, inputs=tuple(_input_record(s) for s in inputs), notices=tuple(notices))
     with replacing(out_dir / RECORD) as tmp:
         _write_text(tmp, json.dumps(record.as_dict(), indent=2, ensure_ascii=False) + "\n")
     return record

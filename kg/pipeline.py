@@ -51,21 +51,26 @@ def _extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:
         return out
 
 
-def _extract_chunk(papers: list[Paper]) -> list[tuple | str]:
-    # The parent holds the papers, so only offsets travel back: pickling texts twice would cost
-    # the parent more CPU than the second worker saves on two cores.
+def compact(e: Extraction) -> tuple:
+    """An Extraction as plain tuples of offsets (what travels between processes and what the
+    project cache stores); ``expand(paper, compact(e)) == e``."""
     def spans(candidates):
         return tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
                       c.long_form) for c in candidates)
 
-    return [e if isinstance(e, str) else
-            (spans(e.candidates),
-             tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
-                    k.confidence) for k in e.links), e.label, e.sentences, spans(e.pending))
-            for e in _extract_safely(_WORKER, papers)]
+    return (spans(e.candidates),
+            tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
+                   k.confidence) for k in e.links), e.label, e.sentences, spans(e.pending))
 
 
-def _rebuild(paper: Paper, found: tuple) -> Extraction:
+def _extract_chunk(papers: list[Paper]) -> list[tuple | str]:
+    # The parent holds the papers, so only offsets travel back: pickling texts twice would cost
+    # the parent more CPU than the second worker saves on two cores.
+    return [e if isinstance(e, str) else compact(e) for e in _extract_safely(_WORKER, papers)]
+
+
+def expand(paper: Paper, found: tuple) -> Extraction:
+    """The Extraction of ``paper`` from its ``compact`` form."""
     text = paper.text
     candidates, links, label, sentences, pending = found
 
@@ -108,37 +113,42 @@ def _extract_each(papers: Sequence[Paper], workers: int,
                   on_progress: Callable[[int], None] | None, trained_model: str | None,
                   skipped: list[Skip] | None) -> list[Extraction]:
     out: list[Extraction] = []
-    chunk = 50
-    done = 0
-
-    def keep(paper: Paper, item: Extraction | str) -> None:
+    for paper, item in zip(papers, extract_each(papers, workers, on_progress, trained_model),
+                           strict=True):
         if isinstance(item, Extraction):
             out.append(item)
-            return
-        if skipped is None:
+        elif skipped is None:
             raise InputError(f"{paper.source or paper.id}: {item}")
-        skipped.append(Skip(paper.source or paper.id, item))
+        else:
+            skipped.append(Skip(paper.source or paper.id, item))
+    return out
 
+
+def extract_each(papers: Sequence[Paper], workers: int = 1,
+                 on_progress: Callable[[int], None] | None = None,
+                 trained_model: str | None = None) -> Iterator[Extraction | str]:
+    """Each paper's Extraction (before the corpus-level step), in input order, or a message
+    saying why the extractor failed on that paper; ``workers > 1`` uses that many processes."""
+    chunk = 50
     if workers <= 1 or len(papers) < 2 * chunk:
         ex = extractor(trained_model)
         for part in _chunks(papers, chunk):
-            for paper, item in zip(part, _extract_safely(ex, part), strict=True):
-                keep(paper, item)
+            yield from _extract_safely(ex, part)
             if on_progress:
                 on_progress(len(part))
-        return out
+        return
     import multiprocessing as mp
 
+    done = 0
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
     with ctx.Pool(workers, initializer=_init_worker, initargs=(trained_model,)) as pool:
         for part in pool.imap(_extract_chunk, _chunks(papers, chunk)):
             for found in part:
                 paper = papers[done]
                 done += 1
-                keep(paper, found if isinstance(found, str) else _rebuild(paper, found))
+                yield found if isinstance(found, str) else expand(paper, found)
             if on_progress:
                 on_progress(len(part))
-    return out
 
 
 def run(
@@ -207,7 +217,7 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     >>> load_corpus(["examples/iclr2025-seed.txt"]).results[0].paper.label[:5]
     'LOTOS'
     """
-    from kg.exports import check_export_dir, check_export_file
+    from kg.exports import check_export_file
     from kg.io import merge_corpora, read_jsonl
 
     raw: list[str | Path] = []
@@ -215,14 +225,13 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     for item in inputs:
         path = Path(item)
         if str(item) != "-" and path.is_dir():
-            if not (path / "extraction.jsonl").is_file():
-                raise InputError(f"{path}: no extraction.jsonl here; run `kg build ... -o {path}`")
-            check_export_dir(path, reading="extraction.jsonl")
+            from kg.project import open_project
+
             if kwargs.get("progress"):
                 from kg.progress import step
 
-                step(f"reading {path / 'extraction.jsonl'}")
-            loaded.append(read_jsonl(path / "extraction.jsonl"))
+                step(f"reading {path}")
+            loaded.append(open_project(path).corpus())
         elif str(item) != "-" and is_extraction_file(check_export_file(path)):
             loaded.append(read_jsonl(path))
         else:
@@ -232,3 +241,52 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     if not loaded:
         raise InputError("no inputs given")
     return loaded[0] if len(loaded) == 1 else merge_corpora(loaded)
+
+
+def read_papers(inputs: Iterable[str | Path], options: IngestOptions | None = None, *,
+                strict: bool = False, notices: list[str] | None = None
+                ) -> tuple[tuple[Paper, ...], tuple[Skip, ...]]:
+    """The papers of ``inputs`` and the records skipped, for a project build.
+
+    Raw inputs are ingested; an extraction JSONL or a `kg build` directory gives the papers it
+    was extracted from (they are extracted again, or found in the project's cache). Duplicate
+    ids are skipped like any bad record; ``strict`` makes any skip a StrictModeError.
+
+    >>> papers, skipped = read_papers(["examples/iclr2025-seed.txt"])
+    >>> len(papers), skipped
+    (19, ())
+    """
+    from dataclasses import replace
+
+    from kg.ingest import provisional_label
+
+    raw: list[str | Path] = []
+    found: list[Paper] = []
+    for item in inputs:
+        path = Path(item)
+        if str(item) != "-" and (path.is_dir() or is_extraction_file(path)):
+            found.extend(replace(p, label=p.title or provisional_label(p.abstract))
+                         for p in (r.paper for r in load_corpus([path]).results))
+        else:
+            raw.append(item)
+    ingested = read_inputs(raw, options or IngestOptions()) if raw else None
+    if ingested is not None and notices is not None:
+        notices.extend(ingested.notices)
+    papers: list[Paper] = []
+    skipped: list[Skip] = list(ingested.skipped) if ingested else []
+    seen: dict[str, str] = {}
+    for paper in [*found, *(ingested.papers if ingested else ())]:
+        if paper.id in seen:
+            skipped.append(Skip(paper.source or paper.id, f"duplicate id {paper.id!r} (first "
+                                f"at {seen[paper.id]}); give each record a unique id"))
+            continue
+        seen[paper.id] = paper.source or paper.id
+        papers.append(paper)
+    if strict and skipped:
+        details = "\n".join(f"  {s.source}: {s.reason}" for s in skipped[:20])
+        raise StrictModeError(f"{len(skipped)} record(s) skipped (--strict):\n{details}")
+    if not papers:
+        details = "\n".join(f"  {s.source}: {s.reason}" for s in skipped[:20])
+        raise InputError("no papers to process" + (f":\n{details}" if details else
+                                                    " (the inputs are empty)"))
+    return tuple(papers), tuple(skipped)

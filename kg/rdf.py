@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from kg.errors import InputError, KgError
-from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, Relation
+from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResult, Relation
 from kg.vocab import BASE, CONCEPT_NS, ENTITY_NS, ONTOLOGY_NS, PAPER_NS, Vocabulary, load_vocabulary
 
 RDF_NS = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -182,10 +182,8 @@ def _concept_triples(iri: str, vocabulary: Vocabulary) -> Iterator[tuple[str, st
     concept = vocabulary.concepts.get(iri)
     if concept is None:  # an entity read back from JSONL names a concept the vocabulary lacks
         return
-    scheme = _iri(f"{CONCEPT_NS}{concept.type.lower()}/")
-    yield s, f"<{SKOS_NS}inScheme>", scheme
-    yield scheme, _TYPE, f"<{SKOS_NS}ConceptScheme>"
-    yield scheme, _kg("entityType"), _kg(concept.type)
+    yield s, f"<{SKOS_NS}inScheme>", _iri(f"{CONCEPT_NS}{concept.type.lower()}/")
+    yield from scheme_triples(iri, vocabulary)
     yield s, f"<{SKOS_NS}prefLabel>", _lit(concept.pref_label, lang="en")
     for alt in concept.alt_labels:
         yield s, f"<{SKOS_NS}altLabel>", _lit(alt, lang="en")
@@ -254,28 +252,55 @@ def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> list
                 graph[s] = group = set()
             group.add((p, o))
 
-    mentions, uses = _kg("mentions"), _kg("uses")
-    for result in corpus.results:
-        add(_paper_triples(result.paper))
-        for relation in result.relations:
-            add(_relation_triples(result.paper, relation, corpus.entities))
-        # kg:mentions is the super-property of every paper→entity predicate; it is written for
-        # every entity the paper mentions so counting queries need one predicate, not ?p.
-        paper_node = _iri(paper_iri(result.paper.id))
-        add((paper_node, mentions, _iri(entity_iri(eid)))
-            for eid, _spans in result.mentions if eid in corpus.entities)
-        # kg:uses likewise for the entities the paper uses, not only mentions.
-        add((paper_node, uses, _iri(entity_iri(eid)))
-            for eid in result.used_ids if eid in corpus.entities)
+    add(partial_triples(corpus, corpus.results, corpus.entities.values(),
+                        concepts_described(corpus, vocabulary), vocabulary))
+    return [(s, p, o) for s in sorted(graph) for p, o in sorted(graph[s])]
+
+
+def concepts_described(corpus: Corpus, vocabulary: Vocabulary) -> set[str]:
+    """The concepts the graph describes: those of its entities and all their broader ones."""
     used: set[str] = set()
     for entity in corpus.entities.values():
-        add(_entity_triples(entity))
         if entity.concept:
             used.add(entity.concept)
             used.update(vocabulary.ancestors(entity.concept))
-    for iri in used:
-        add(_concept_triples(iri, vocabulary))
-    return [(s, p, o) for s in sorted(graph) for p, o in sorted(graph[s])]
+    return used
+
+
+def partial_triples(corpus: Corpus, results: Iterable[PaperResult], entities: Iterable[Entity],
+                    concepts: Iterable[str], vocabulary: Vocabulary) -> list[Triple]:
+    """The triples describing ``results``, ``entities`` and ``concepts`` (unsorted, possibly
+    repeated): the whole graph when given all of them, a store's delta when given the changed
+    ones (kg.project)."""
+    out: list[Triple] = []
+    mentions, uses = _kg("mentions"), _kg("uses")
+    for result in results:
+        out.extend(_paper_triples(result.paper))
+        for relation in result.relations:
+            out.extend(_relation_triples(result.paper, relation, corpus.entities))
+        # kg:mentions is the super-property of every paper→entity predicate; it is written for
+        # every entity the paper mentions so counting queries need one predicate, not ?p.
+        paper_node = _iri(paper_iri(result.paper.id))
+        out.extend((paper_node, mentions, _iri(entity_iri(eid)))
+                   for eid, _spans in result.mentions if eid in corpus.entities)
+        # kg:uses likewise for the entities the paper uses, not only mentions.
+        out.extend((paper_node, uses, _iri(entity_iri(eid)))
+                   for eid in result.used_ids if eid in corpus.entities)
+    for entity in entities:
+        out.extend(_entity_triples(entity))
+    for iri in concepts:
+        out.extend(_concept_triples(iri, vocabulary))
+    return out
+
+
+def scheme_triples(iri: str, vocabulary: Vocabulary) -> tuple[Triple, ...]:
+    """The triples of the concept scheme ``iri`` belongs to (shared by all its concepts)."""
+    concept = vocabulary.concepts.get(iri)
+    if concept is None:
+        return ()
+    scheme = _iri(f"{CONCEPT_NS}{concept.type.lower()}/")
+    return ((scheme, _TYPE, f"<{SKOS_NS}ConceptScheme>"),
+            (scheme, _kg("entityType"), _kg(concept.type)))
 
 
 def triples_to_ntriples(triples: list[Triple]) -> str:
@@ -479,6 +504,18 @@ def validate_graph(graph: str | Path, shapes: str | Path | None = None,
     from kg.vocab import ontology_dir
 
     step = on_step or (lambda name: None)
+    from kg.project import is_project
+
+    if is_project(graph):
+        from kg.sparql import load_store
+
+        store = load_store(graph)
+        checks = compile_shapes(Path(shapes) if shapes else ontology_dir() / "shapes.ttl")
+        if checks is None:
+            raise InputError(f"{shapes}: uses SHACL features kg does not compile; validate a "
+                             f"graph file instead (`kg export {graph} --format ttl`)")
+        found = {Violation(*row) for row in run_checks(store, checks, on_check)}
+        return sorted(found, key=lambda v: (v.focus, v.path, v.message, v.value))
     path = graph_file(graph) if Path(graph).is_dir() else Path(graph)
     if not path.is_file():
         raise InputError(f"{path}: no such graph file")

@@ -46,6 +46,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kg.errors import InputError, QueryError, ServiceError
+from kg.project import is_project
 from kg.rdf import graph_file
 from kg.sparql import (
     NotAcceptableError,
@@ -58,6 +59,7 @@ from kg.sparql import (
     saved_queries,
     split_host,
     substitutions,
+    writable,
 )
 
 __all__ = [
@@ -82,6 +84,8 @@ def _worker_main(conn_in: Any, conn_out: Any) -> None:
     graph, updates, allow_service = conn_in.recv()
     try:
         store = load_store(graph)
+        if updates:
+            store = writable(store)
         for update in updates:
             run_update(store, update, allow_service=allow_service)
     except Exception as exc:  # reported to the parent, which raises ServiceError
@@ -95,6 +99,7 @@ def _worker_main(conn_in: Any, conn_out: Any) -> None:
             return
         try:
             if op == "update":
+                store = writable(store)
                 run_update(store, text, allow_service=allow_service)
                 conn_out.send(("ok", None))
             else:
@@ -211,7 +216,7 @@ class QueryPool:
                  max_results: int = 10_000, load_timeout: float = 300.0,
                  cache_entries: int = 256, cache_bytes: int = 64 << 20,
                  max_per_client: int = 16, allow_service: tuple[str, ...] = ()) -> None:
-        self.graph = str(graph_file(graph))
+        self.graph = str(graph if is_project(graph) else graph_file(graph))
         self.timeout = timeout
         self.max_results = max_results
         self.load_timeout = load_timeout

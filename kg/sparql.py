@@ -404,9 +404,16 @@ def _first(results: Any, limit: int) -> tuple[list, bool]:
 
 
 def load_store(path: str | Path) -> Any:
-    """An in-memory pyoxigraph Store holding the graph at ``path`` (file or export dir)."""
+    """A pyoxigraph Store of the graph at ``path``: a project's on-disk store (read-only,
+    opened in milliseconds), or a graph file loaded into memory."""
     import pyoxigraph as ox
 
+    from kg.project import is_project, open_project
+
+    if Path(path).is_dir():
+        if is_project(path):
+            return open_project(path).store()
+        open_project(path)  # raises, saying how to upgrade an older export directory
     file = graph_file(path)
     suffix = file.suffix.lower().lstrip(".")
     fmt = ox.RdfFormat.from_extension(suffix) or (
@@ -421,6 +428,20 @@ def load_store(path: str | Path) -> Any:
         raise InputError(f"{file}: not valid {fmt.name} ({exc}); rebuild it with `kg build`"
                          ) from exc
     return store
+
+
+def writable(store: Any) -> Any:
+    """``store`` itself when it takes updates, else an in-memory copy (a project's store is
+    read-only: `kg serve --allow-update` changes its own copy, never the project)."""
+    import pyoxigraph as ox
+
+    try:
+        store.flush()
+        return store
+    except OSError:
+        copy = ox.Store()
+        copy.bulk_extend(store.quads_for_pattern(None, None, None, None))
+        return copy
 
 
 def parse_binding(value: str) -> Any:

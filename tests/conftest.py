@@ -47,9 +47,10 @@ def names_of(corpus, result, type_: str | None = None) -> set[str]:
 
 @pytest.fixture(scope="session")
 def seed_rdf_dir(seed_corpus, tmp_path_factory) -> Path:
-    """The demo corpus written as `kg build` writes it (without graph.html)."""
-    from kg.exports import write_exports
+    """The demo corpus built as `kg build` builds it (without graph.html)."""
+    from kg import project
+    from kg.pipeline import read_papers
 
     out = tmp_path_factory.mktemp("rdf")
-    write_exports(seed_corpus, out, html=False)  # with build.json, as readers of a dir expect
+    project.build(out, read_papers([SEED])[0], formats=["all", "-html"])
     return out

@@ -11,7 +11,6 @@ from conftest import SEED, paper_with
 
 from kg.analysis import AmbiguousPaperError, NotFoundError
 from kg.cli import COMMANDS, cli
-from kg.exports import write_exports
 
 
 @pytest.fixture(autouse=True)
@@ -22,10 +21,13 @@ def analysis_commands(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def export_dir(seed_corpus, tmp_path_factory):
-    """An export directory as `kg build` writes it (extraction.jsonl is what we read)."""
+def export_dir(tmp_path_factory):
+    """A project directory as `kg build` writes it (the queries read its store and index)."""
+    from kg import project
+    from kg.pipeline import read_papers
+
     out = tmp_path_factory.mktemp("exports")
-    write_exports(seed_corpus, out, html=False)
+    project.build(out, read_papers([SEED])[0], formats=["all", "-html"])
     return out
 
 

@@ -16,7 +16,9 @@ from kg.errors import KgError
 
 # command name -> "module:attribute"; help text is shown without importing the module.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "build": ("kg.cli.graph_cmds:build", "Build the graph and write every export (main job)."),
+    "build": ("kg.cli.graph_cmds:build", "Build or update the graph in a project dir (main job)."),
+    "add": ("kg.cli.graph_cmds:add_cmd", "Add papers to a project dir (extracts only them)."),
+    "remove": ("kg.cli.graph_cmds:remove_cmd", "Remove papers from a project dir."),
     "extract": ("kg.cli.extract_cmds:extract", "Extract entities and relations from abstracts."),
     "eval": ("kg.cli.extract_cmds:eval_cmd", "Score the extractor against an annotated gold set."),
     "validate": ("kg.cli.graph_cmds:validate", "Check a Turtle graph against the SHACL shapes."),

@@ -23,13 +23,16 @@ def _load(graphs: tuple[str, ...], inputs: tuple[str, ...]):
     """The corpus from --graph and/or INPUT files (raw inputs are extracted on the fly)."""
     from kg.cli.common import show_progress
     from kg.pipeline import load_corpus
+    from kg.project import is_project, open_project
 
     sources = [*graphs, *inputs]
     if not sources:
-        if not (Path("exports") / "extraction.jsonl").is_file():
+        if not Path("exports").is_dir():
             raise click.UsageError("no graph: pass --graph DIR (written by `kg build ... -o DIR`)"
                                    " or INPUT files with abstracts")
         sources = ["exports"]
+    if len(sources) == 1 and is_project(sources[0]):
+        return open_project(sources[0]).index()  # read on demand: milliseconds, not seconds
     return load_corpus(sources, progress=show_progress())
 
 

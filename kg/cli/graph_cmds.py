@@ -15,56 +15,75 @@ from kg.errors import InputError, KgError
 RESULT_FORMATS = ("table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "jsonld")
 
 
-@click.command()
-@input_options
-@click.option("-o", "--output", "out_dir", default="exports", show_default=True,
-              type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for graph.ttl/.nt/.jsonld, graph.graphml, nodes.csv, edges.csv "
-                   "and extraction.jsonl.")
-@click.option("--top", type=click.IntRange(0), default=10, show_default=True,
-              help="How many of the most shared techniques the summary lists.")
-@click.option("--html/--no-html", default=True, show_default=True,
-              help="Also write graph.html, the offline interactive view (as `kg viz`).")
-def build(inputs, ingest, strict, workers, out_dir, top, html):
-    """Build the graph and write every export (the main job).
+FORMATS_HELP = ("Export files to keep current, comma-separated: nt, ttl, jsonld, graphml, csv, "
+                "jsonl, html, or all. auto (the default for a new DIR): all of them up to 2,000 "
+                "papers, above only extraction.jsonl (`kg export DIR --format X` writes the "
+                "others on demand). DIR remembers the choice.")
 
-    Runs ingest → extract → resolve and writes, deterministically (byte-identical on re-run):
-    graph.ttl, graph.nt (sorted N-Triples), graph.jsonld, graph.graphml, nodes.csv, edges.csv,
-    extraction.jsonl and graph.html (the offline interactive view; ``--no-html`` skips it).
-    Each file is replaced whole; build.json, written last, records the files, inputs and counts,
-    and commands reading the directory refuse it when the record is missing or does not match.
-    Files of an earlier build that this one does not write are removed.
-    A summary goes to stdout; skipped records to stderr.
 
-    \b
-    Examples:
-      kg build examples/iclr2025-seed.txt -o exports/
-      kg build papers.csv --abstract-field summary --strict --workers 1
-      kg build exports/extraction.jsonl -o exports2/   # re-export without re-extracting
-    """
+def _formats(formats: str | None, html: bool | None) -> tuple[str, ...] | None:
+    asked = [f.strip() for f in formats.split(",") if f.strip()] if formats else []
+    if html is not None:
+        asked = (asked or ["@current"]) + (["html"] if html else ["-html"])
+    return tuple(asked) or None
+
+
+def _project_options(func):
+    func = click.option("--html/--no-html", default=None,
+                        help="Also write (or stop writing) graph.html, the offline "
+                             "interactive view (as `kg viz`).")(func)
+    func = click.option("--formats", default=None, metavar="LIST", help=FORMATS_HELP)(func)
+    return click.option("--top", type=click.IntRange(0), default=10, show_default=True,
+                        help="How many of the most shared techniques the summary lists.")(func)
+
+
+def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(), workers=1,
+                 formats=None, top=10, inputs=()) -> None:
+    """Run a project build/add/remove with progress on a terminal, then print the summary."""
+    import contextlib
+
+    from kg.model import Corpus
+
+    on_step = on_progress = None
+    with contextlib.ExitStack() as stack:
+        if show_progress():
+            from kg.progress import Progress, step
+
+            bars: list = []
+
+            def on_step(name: str) -> None:
+                step(name if " " in name else
+                     f"writing {name}" if "." in name else f"making {name}")
+
+            def on_progress(done: int, total: int) -> None:
+                if not bars:
+                    bars.append([stack.enter_context(Progress(total, "extracting")), 0])
+                bars[0][0].update(done - bars[0][1])
+                bars[0][1] = done
+
+        outcome = action(out_dir, what, formats=formats, workers=workers,
+                         on_progress=on_progress, on_step=on_step, inputs=inputs)
+    corpus = outcome.corpus or Corpus(())
+    report_skips(Corpus((), skipped=(*skipped, *corpus.skipped)), notices)
+    _summary(outcome, out_dir, top)
+
+
+def _summary(outcome, out_dir: Path, top: int) -> None:
     from kg import analysis
-    from kg.exports import check_writable, write_exports
-    from kg.pipeline import load_corpus
 
-    check_writable(out_dir)  # before the long part, not after it
-    notices: list[str] = []
-    corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
-                         options=ingest, notices=notices)
-    report_skips(corpus, notices)
-    on_step = None
-    if show_progress():
-        from kg.progress import step
-
-        def on_step(name: str) -> None:
-            step(f"writing {name}" if "." in name else f"making {name}")
-
-    record = write_exports(corpus, out_dir, html=html, inputs=inputs, on_step=on_step)
-    triples = record.counts["triples"]
-
+    echo = click.echo
+    counts = outcome.counts
+    if outcome.noop:
+        echo(f"{out_dir}: up to date — {counts['papers']} papers, {counts['entities']} "
+             f"entities, {counts['relations']} relations; nothing changed, nothing written")
+        for notice in outcome.notices:
+            echo(f"note: {notice}")
+        return
+    corpus = outcome.corpus
     types = Counter(e.type for e in corpus.entities.values())
     predicates = Counter(r.predicate for r in corpus.relations())
-    echo = click.echo
-    echo(f"papers: {len(corpus)}")
+    echo(f"papers: {len(corpus)} ({len(outcome.added)} added, {len(outcome.changed)} changed, "
+         f"{len(outcome.removed)} removed; {outcome.extracted} extracted)")
     echo(f"entities: {len(corpus.entities)}"
          + (" (" + ", ".join(f"{t} {n}" for t, n in sorted(types.items())) + ")" if types else ""))
     echo(f"relations: {sum(predicates.values())}"
@@ -74,12 +93,89 @@ def build(inputs, ingest, strict, workers, out_dir, top, html):
         shared = analysis.top_shared_techniques(corpus, top)
         echo("most shared techniques: " + (", ".join(f"{e.name} ({n} papers)" for e, n in shared)
                                            or "none used by two or more papers"))
-    echo(f"skipped records: {len(corpus.skipped)}")
-    echo(f"wrote {out_dir}/: graph.ttl ({triples} triples), graph.nt, graph.jsonld, "
-         "graph.graphml, nodes.csv, edges.csv, extraction.jsonl"
-         + (", graph.html" if html else "") + ", build.json")
-    for notice in record.notices:
-        echo(notice)
+    echo(f"skipped records: {counts['skipped']}")
+    echo(f"wrote {out_dir}/: query store ({counts['triples']} triples), "
+         + ", ".join(outcome.written) + ", build.json")
+    for notice in outcome.notices:
+        echo(notice if notice.startswith("graph.html") else f"note: {notice}")
+
+
+@click.command()
+@input_options
+@click.option("-o", "--output", "out_dir", default="exports", show_default=True,
+              type=click.Path(file_okay=False, path_type=Path),
+              help="The project directory: exports, query store and extraction cache.")
+@_project_options
+def build(inputs, ingest, strict, workers, out_dir, top, html, formats):
+    """Build the graph of INPUT... in DIR (-o), extracting only what is new (the main job).
+
+    DIR becomes a project: the first build extracts every paper; later builds on DIR extract
+    only papers that are new or changed, drop papers no longer given (with every fact and
+    every entity no other paper supports), and re-extract everything when kg or its
+    vocabulary changed. Nothing changed: nothing is written. Exports are byte-identical to a
+    fresh build of the same papers: graph.ttl, graph.nt (sorted N-Triples), graph.jsonld,
+    graph.graphml, nodes.csv, edges.csv, extraction.jsonl, graph.html (see --formats), and
+    an on-disk query store that `kg shared/related/techniques/sparql/serve/viz --graph DIR`
+    open in milliseconds. A build killed at any moment leaves DIR answering from its previous
+    state; two builds on one DIR at once are refused.
+    A summary goes to stdout; skipped records to stderr.
+
+    \b
+    Examples:
+      kg build examples/iclr2025-seed.txt -o exports/
+      kg build papers.csv --abstract-field summary --strict --workers 1
+      kg build ICLR.tsv ICML.tsv -o ml24/ --formats all
+      kg add ml24/ new-papers.jsonl        # or: kg build ICLR.tsv ICML.tsv new.jsonl -o ml24/
+    """
+    from kg import project
+    from kg.pipeline import read_papers
+
+    notices: list[str] = []
+    papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
+    _run_project(project.build, out_dir, papers, notices=notices, skipped=skipped,
+                 workers=workers, formats=_formats(formats, html), top=top, inputs=inputs)
+
+
+@click.command("add")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@input_options
+@_project_options
+def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats):
+    """Add the papers of INPUT... to the project DIRECTORY (a paper whose id is there already
+    replaces it); only they are extracted.
+
+    \b
+    Examples:
+      kg add exports/ new-papers.jsonl
+      kg add ml24/ CoRL_2024_Conference.tsv --workers 2
+    """
+    from kg import project
+    from kg.pipeline import read_papers
+
+    project.open_project(directory)
+    notices: list[str] = []
+    papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
+    _run_project(project.add, directory, papers, notices=notices, skipped=skipped,
+                 workers=workers, formats=_formats(formats, html), top=top, inputs=inputs)
+
+
+@click.command("remove")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@_project_options
+def remove_cmd(directory, ids, top, html, formats):
+    """Remove the papers ID... from the project DIRECTORY, with every fact and every entity no
+    other paper supports (an entity other papers use stays, its aliases recomputed).
+
+    \b
+    Examples:
+      kg remove exports/ p-05c5a1b2
+      kg remove ml24/ $(cat withdrawn.txt)
+    """
+    from kg import project
+
+    _run_project(project.remove, directory, ids, notices=[], formats=_formats(formats, html),
+                 top=top)
 
 
 @click.command()

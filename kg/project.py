@@ -1,0 +1,845 @@
+"""A kg project: what ``kg build -o DIR`` keeps in DIR so the next build is incremental.
+
+::
+
+    DIR/
+      build.json, extraction.jsonl, graph.nt, …  the exports of the current generation
+      .kg/
+        project.json    marks DIR as a kg project (format and version)
+        lock            held (flock) by the build running on DIR; holds its pid
+        cache.sqlite    per-paper extraction results by content key (paper + pipeline)
+        CURRENT         the committed generation's name, replaced atomically
+        gen-000003/     one complete generation: manifest.json, store/ (pyoxigraph,
+                        RocksDB), index.sqlite (kg shared/related/techniques) and the exports
+
+A build extracts only papers whose content key is not cached, recomputes the corpus-level
+steps (recurring terms, acronyms, resolution) from the cached results of every paper, and
+writes a new generation next to the current one: the RDF store is a hard-link checkpoint of
+the previous one with the delta applied, the index and exports are written whole. Only then
+does CURRENT name it. A build killed at any moment leaves CURRENT — and every query — on the
+previous complete generation; the next build starts again from there. Papers are kept in
+id order, so any sequence of builds, adds and removes gives the exports a build from scratch
+of the final set gives.
+
+>>> import tempfile
+>>> from kg.ingest import IngestOptions, read_inputs
+>>> papers = read_inputs(["examples/iclr2025-seed.txt"], IngestOptions()).papers
+>>> out = Path(tempfile.mkdtemp())
+>>> build(out, papers[:10]).counts["papers"]
+10
+>>> outcome = add(out, papers[10:])
+>>> outcome.counts["papers"], outcome.extracted
+(19, 9)
+>>> build(out, papers).extracted  # nothing changed: nothing is extracted or written
+0
+>>> open_project(out).index().n_papers
+19
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kg.errors import InputError, KgError
+from kg.model import Corpus, Paper, Skip
+
+META = ".kg"
+FORMAT = "kg-project"
+FORMAT_VERSION = 1
+# The export formats and their files. "auto" writes all of them up to AUTO_ALL_PAPERS papers;
+# above, only extraction.jsonl: each build would otherwise spend most of its time rewriting
+# half a gigabyte of text (30 s at 4,870 papers) that `kg export DIR --format X` writes on
+# demand, while queries read the store and index.
+FORMATS: dict[str, tuple[str, ...]] = {
+    "nt": ("graph.nt",), "ttl": ("graph.ttl",), "jsonld": ("graph.jsonld",),
+    "graphml": ("graph.graphml",), "csv": ("nodes.csv", "edges.csv"),
+    "jsonl": ("extraction.jsonl",), "html": ("graph.html",),
+}
+AUTO_ALL_PAPERS = 2000
+
+
+class BusyError(KgError):
+    """Another process is building this project."""
+
+
+class ProjectError(InputError):
+    """DIR is not a usable kg project (foreign, damaged or from another format version)."""
+
+
+# ------------------------------------------------------------------ versions and keys
+
+
+def pipeline_version() -> str:
+    """kg's version plus a hash of its code and vocabulary: a change re-extracts every paper.
+
+    >>> pipeline_version() == pipeline_version()
+    True
+    """
+    from kg import __version__
+    from kg.vocab import ontology_dir
+
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for path in sorted([*package.rglob("*.py"), *ontology_dir().rglob("*.ttl")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return f"{__version__}+{digest.hexdigest()[:16]}"
+
+
+def paper_key(paper: Paper, pipeline: str) -> str:
+    """A content key: what extraction reads of ``paper`` (not where it came from)."""
+    data = json.dumps([pipeline, paper.metadata()], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def _digest(value: object) -> str:
+    # repr of the frozen dataclasses is complete and deterministic (fields in order).
+    return hashlib.sha1(repr(value).encode("utf-8")).hexdigest()[:20]
+
+
+# ------------------------------------------------------------------ the manifest
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What one generation holds: papers by content key, formats, digests for the deltas."""
+
+    generation: int
+    pipeline: str
+    papers: dict[str, str]  # paper id → content key (every paper asked for, failures too)
+    formats: tuple[str, ...]  # as asked ("auto", or names of FORMATS)
+    written: tuple[str, ...]  # the export files this generation has
+    counts: dict[str, int]
+    paper_digests: dict[str, str] = field(default_factory=dict)  # of each PaperResult
+    entity_digests: dict[str, str] = field(default_factory=dict)  # of each Entity
+    concepts: tuple[str, ...] = ()  # concept IRIs the store describes
+    failed: dict[str, str] = field(default_factory=dict)  # paper id → why extraction failed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": FORMAT_VERSION, "generation": self.generation,
+                "pipeline": self.pipeline, "formats": list(self.formats),
+                "written": list(self.written), "counts": self.counts, "papers": self.papers,
+                "failed": self.failed, "paper_digests": self.paper_digests,
+                "entity_digests": self.entity_digests, "concepts": list(self.concepts)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        return cls(int(data["generation"]), str(data["pipeline"]), dict(data["papers"]),
+                   tuple(data["formats"]), tuple(data["written"]), dict(data["counts"]),
+                   dict(data["paper_digests"]), dict(data["entity_digests"]),
+                   tuple(data["concepts"]), dict(data.get("failed", {})))
+
+
+def _gen_name(number: int) -> str:
+    return f"gen-{number:06d}"
+
+
+# ------------------------------------------------------------------ opening a project
+
+
+@dataclass(frozen=True)
+class Project:
+    """A committed generation of a project directory, opened for reading.
+
+    ``store()`` and ``index()`` open the on-disk RDF store and query index; ``corpus()``
+    rebuilds the resolved corpus from the cache (for what the index does not hold).
+    """
+
+    root: Path
+    generation: Path
+    manifest: Manifest
+
+    def store(self):
+        """The generation's pyoxigraph store, read-only."""
+        import pyoxigraph as ox
+
+        return ox.Store.read_only(str(self.generation / "store"))
+
+    def index(self):
+        """The query index (``kg.analysis.AnalysisIndex``), read lazily from index.sqlite."""
+        from kg.analysis import AnalysisIndex
+
+        return _read_index(self.generation / "index.sqlite", AnalysisIndex, self.corpus)
+
+    def corpus(self) -> Corpus:
+        """The resolved corpus: from extraction.jsonl when written, else from the cache."""
+        from kg.io import read_jsonl
+
+        if "extraction.jsonl" in self.manifest.written:
+            return read_jsonl(self.generation / "extraction.jsonl")
+        with _Cache(self.root / META / "cache.sqlite", readonly=True) as cache:
+            return _resolve(cache, self.manifest.papers, {})[0]
+
+
+def is_project(directory: str | Path) -> bool:
+    """True when ``directory`` holds a kg project (``.kg/project.json``)."""
+    return (Path(directory) / META / "project.json").is_file()
+
+
+def open_project(directory: str | Path) -> Project:
+    """The committed state of the project at ``directory`` (ProjectError if there is none)."""
+    root = Path(directory)
+    meta = root / META
+    if not (meta / "project.json").is_file():
+        if (root / "build.json").is_file() or (root / "extraction.jsonl").is_file():
+            raise ProjectError(f"{root}: an export directory from an older kg, without a query "
+                               f"store; upgrade it with `kg build INPUT... -o {root}` (the "
+                               "same inputs; or its extraction.jsonl)")
+        raise ProjectError(f"{root}: not a kg project; build one with "
+                           f"`kg build INPUT... -o {root}`")
+    _check_format(root)
+    current = _current(root)
+    if current is None:
+        raise ProjectError(f"{root}: no complete build yet (the first build was interrupted "
+                           f"or is running); run `kg build INPUT... -o {root}`")
+    return Project(root, meta / _gen_name(current.generation), current)
+
+
+def _check_format(root: Path) -> None:
+    path = root / META / "project.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        fmt, version = data["format"], data["version"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{path}: unreadable ({exc}); this is not a project kg can use — "
+                           f"move {root} aside, or delete {root / META} to build afresh") from exc
+    if fmt != FORMAT or version != FORMAT_VERSION:
+        raise ProjectError(f"{path}: a {fmt!r} version {version!r} project; this kg reads "
+                           f"{FORMAT!r} version {FORMAT_VERSION}; build into another directory")
+
+
+def _current(root: Path) -> Manifest | None:
+    meta = root / META
+    try:
+        name = (meta / "CURRENT").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    path = meta / name / "manifest.json"
+    try:
+        return Manifest.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{path}: damaged ({exc}); move {root} aside, or delete "
+                           f"{meta} to rebuild from the inputs") from exc
+
+
+def _check_target(root: Path) -> None:
+    """Refuse to build into a directory kg would clobber: its files are not kg's."""
+    from kg.exports import KNOWN_FILES, RECORD
+
+    if (root / META).exists():
+        if not (root / META).is_dir() or not (root / META / "project.json").is_file():
+            raise ProjectError(f"{root / META}: not a kg project folder; move it aside")
+        _check_format(root)
+        _current(root)
+        return
+    if not root.is_dir() or (root / RECORD).is_file():
+        return  # new, or an export directory of an older kg: upgraded in place
+    ours = sorted(name for name in KNOWN_FILES if (root / name).exists())
+    if ours:
+        raise ProjectError(f"{root}: has {', '.join(ours)} but no kg build record, so they "
+                           "are not kg's to replace; choose an empty or new -o directory")
+
+
+# ------------------------------------------------------------------ the lock
+
+
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """Hold DIR's build lock; another live build gets BusyError naming its process.
+
+    flock is released by the kernel when the holder dies, so a killed build never leaves a
+    stale lock behind.
+    """
+    meta = root / META
+    meta.mkdir(parents=True, exist_ok=True)
+    fd = os.open(meta / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            raise BusyError(f"{root} is being built by process {holder}; wait for it to "
+                            "finish (or stop it) and run the command again") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ the extraction cache
+
+
+class _Cache:
+    """Per-paper extraction results by content key, in SQLite (atomic, append-mostly)."""
+
+    def __init__(self, path: Path, readonly: bool = False) -> None:
+        uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
+        try:
+            self.db = sqlite3.connect(uri, uri=True)
+            if not readonly:
+                self.db.execute("CREATE TABLE IF NOT EXISTS extraction "
+                                "(key TEXT PRIMARY KEY, paper BLOB, found BLOB)")
+        except sqlite3.Error as exc:
+            raise ProjectError(f"{path}: unusable cache ({exc}); delete it to re-extract"
+                               ) from exc
+
+    def __enter__(self) -> _Cache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.db.close()
+
+    def missing(self, keys: Iterable[str]) -> set[str]:
+        wanted = set(keys)
+        have = set()
+        for chunk in _chunked(sorted(wanted), 900):
+            have.update(k for (k,) in self.db.execute(
+                f"SELECT key FROM extraction WHERE key IN ({','.join('?' * len(chunk))})",
+                chunk))
+        return wanted - have
+
+    def put(self, rows: Iterable[tuple[str, Paper, tuple | str]]) -> None:
+        with self.db:
+            self.db.executemany("INSERT OR REPLACE INTO extraction VALUES (?, ?, ?)",
+                                ((k, pickle.dumps(p, 5), pickle.dumps(f, 5))
+                                 for k, p, f in rows))
+
+    def get(self, keys: Sequence[str]) -> dict[str, tuple[Paper, tuple | str]]:
+        out: dict[str, tuple[Paper, tuple | str]] = {}
+        for chunk in _chunked(list(keys), 900):
+            for key, paper, found in self.db.execute(
+                    "SELECT key, paper, found FROM extraction WHERE key IN "
+                    f"({','.join('?' * len(chunk))})", chunk):
+                out[key] = (pickle.loads(paper), pickle.loads(found))
+        return out
+
+    def keep_only(self, keys: Iterable[str]) -> None:
+        with self.db:
+            self.db.execute("CREATE TEMP TABLE IF NOT EXISTS keep (key TEXT PRIMARY KEY)")
+            self.db.execute("DELETE FROM keep")
+            self.db.executemany("INSERT OR IGNORE INTO keep VALUES (?)", ((k,) for k in keys))
+            self.db.execute("DELETE FROM extraction WHERE key NOT IN (SELECT key FROM keep)")
+
+
+def _chunked(items: list, size: int) -> Iterator[list]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _resolve(cache: _Cache, papers: Mapping[str, str], fresh: Mapping[str, Paper]
+             ) -> tuple[Corpus, dict[str, str]]:
+    """The resolved corpus of ``papers`` (id → key) in id order, from cached extractions.
+
+    ``fresh`` papers (this run's inputs) replace the cached Paper, so messages name today's
+    file and line. Returns the corpus and the papers whose extraction failed (id → why).
+    """
+    from kg.extract.terms import promote_recurring
+    from kg.pipeline import expand
+    from kg.resolve import resolve
+
+    found = cache.get([papers[pid] for pid in sorted(papers)])
+    extractions, failed = [], {}
+    for pid in sorted(papers):
+        cached_paper, result = found[papers[pid]]
+        paper = fresh.get(pid, cached_paper)
+        if isinstance(result, str):
+            failed[pid] = result
+        else:
+            extractions.append(expand(paper, result))
+    skipped = tuple(Skip(fresh[pid].source if pid in fresh else pid, why)
+                    for pid, why in failed.items())
+    return resolve(promote_recurring(extractions), skipped=skipped), failed
+
+
+# ------------------------------------------------------------------ building
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a build, add or remove did."""
+
+    corpus: Corpus | None  # None when nothing changed (no-op)
+    counts: dict[str, int]
+    extracted: int  # papers extracted by this run
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()  # papers whose content changed
+    written: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+
+    @property
+    def noop(self) -> bool:
+        return self.corpus is None
+
+
+def build(directory: str | Path, papers: Sequence[Paper], **options: Any) -> Outcome:
+    """Make the project at ``directory`` hold exactly ``papers`` (extracting only what is new
+    or changed; papers no longer given are removed)."""
+    return _update(Path(directory), lambda current, cached: {p.id: p for p in papers},
+                   fresh=papers, **options)
+
+
+def add(directory: str | Path, papers: Sequence[Paper], **options: Any) -> Outcome:
+    """Add ``papers`` to the project (a paper with an id already there replaces it)."""
+    def target(current: Mapping[str, str], cached: Callable[[], dict[str, Paper]]):
+        return {**cached(), **{p.id: p for p in papers}}
+
+    return _update(Path(directory), target, fresh=papers, **options)
+
+
+def remove(directory: str | Path, ids: Iterable[str], **options: Any) -> Outcome:
+    """Remove the papers ``ids`` with every fact and every entity no other paper supports."""
+    ids = list(dict.fromkeys(ids))
+
+    def target(current: Mapping[str, str], cached: Callable[[], dict[str, Paper]]):
+        unknown = [i for i in ids if i not in current]
+        if unknown:
+            raise InputError(f"{len(unknown)} id(s) not in {directory}: "
+                             + ", ".join(unknown[:10])
+                             + " (`kg techniques`/`kg shared` list paper ids)")
+        gone = set(ids)
+        return {pid: p for pid, p in cached().items() if pid not in gone}
+
+    return _update(Path(directory), target, fresh=(), must_exist=True, **options)
+
+
+def _update(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
+            formats: Sequence[str] | None = None, workers: int = 1,
+            on_progress: Callable[[int, int], None] | None = None,
+            on_step: Callable[[str], None] | None = None,
+            trained_model: str | None = None, inputs: Sequence[str | Path] = (),
+            must_exist: bool = False) -> Outcome:
+    from kg.exports import check_writable
+
+    step = on_step or (lambda name: None)
+    if must_exist:
+        open_project(root)
+    _check_target(root)
+    check_writable(root)
+    with _locked(root):
+        meta = root / META
+        if not (meta / "project.json").is_file():
+            _write_json(meta / "project.json", {"format": FORMAT, "version": FORMAT_VERSION})
+        current = _current(root)
+        pipeline = pipeline_version()
+        before = current.formats if current else ("auto",)
+        asked = _asked(formats, before)
+        with _Cache(meta / "cache.sqlite") as cache:
+            def cached() -> dict[str, Paper]:
+                if current is None:
+                    return {}
+                found = cache.get(list(current.papers.values()))
+                return {pid: found[key][0] for pid, key in current.papers.items()}
+
+            target: dict[str, Paper] = target_of(current.papers if current else {}, cached)
+            keys = {pid: paper_key(p, pipeline) for pid, p in sorted(target.items())}
+            if not keys:
+                raise InputError("no papers would be left; a project needs at least one")
+            chosen = _choose(asked, len(keys))
+            if (current is not None and current.pipeline == pipeline and current.papers == keys
+                    and current.written == chosen and _published(root, current)):
+                return Outcome(None, current.counts, 0, notices=_format_notice(asked, chosen))
+            missing = cache.missing(keys.values())
+            todo = [target[pid] for pid in keys if keys[pid] in missing]
+            _extract(cache, todo, pipeline, workers, on_progress, trained_model)
+            step(f"resolving entities across {len(keys):,} papers")
+            fresh_by_id = {p.id: p for p in fresh}
+            corpus, failed = _resolve(cache, keys, fresh_by_id)
+            number = current.generation + 1 if current else 1
+            gen = meta / _gen_name(number)
+            if gen.exists():  # left by a build that was killed before it committed
+                shutil.rmtree(gen)
+            gen.mkdir()
+            manifest = _write_generation(root, gen, corpus, keys, failed, pipeline, asked,
+                                         chosen, current, number, inputs, step)
+            _commit(meta, gen.name)
+            _publish(root, gen, manifest.written)
+            _prune(meta, cache, manifest, current)
+        old = set(current.papers) if current else set()
+        return Outcome(corpus, manifest.counts, len(todo),
+                       added=tuple(sorted(set(keys) - old)),
+                       removed=tuple(sorted(old - set(keys))),
+                       changed=tuple(sorted(pid for pid in old & set(keys)
+                                            if current.papers[pid] != keys[pid])),
+                       written=manifest.written, notices=_format_notice(asked, chosen))
+
+
+def _asked(formats: Sequence[str] | None, before: tuple[str, ...]) -> tuple[str, ...]:
+    """The formats asked for: ``@current`` (what DIR had) expanded; a later ``-x`` cancels an
+    earlier ``x``.
+
+    >>> _asked(["@current", "-html"], ("auto",)), _asked(None, ("nt",))
+    (('auto', '-html'), ('nt',))
+    """
+    if not formats:
+        return before
+    out: list[str] = []
+    for fmt in formats:
+        if fmt == "@current":
+            out.extend(before)
+        else:
+            out = [f for f in out if f not in (fmt, f"-{fmt.lstrip('-')}")] + [fmt]
+    return tuple(out)
+
+
+def _choose(asked: Sequence[str], n_papers: int) -> tuple[str, ...]:
+    """The export files a build writes for ``asked`` formats and a corpus of ``n_papers``.
+
+    >>> _choose(["auto", "-html"], 19)[:3], _choose(["auto"], 5000)
+    (('edges.csv', 'extraction.jsonl', 'graph.graphml'), ('extraction.jsonl',))
+    """
+    names: list[str] = []
+    for fmt in (f for f in asked if not f.startswith("-")):
+        if fmt == "all" or (fmt == "auto" and n_papers <= AUTO_ALL_PAPERS):
+            names.extend(f for files in FORMATS.values() for f in files)
+        elif fmt == "auto":
+            names.extend(FORMATS["jsonl"])
+        elif fmt in FORMATS:
+            names.extend(FORMATS[fmt])
+        else:
+            raise InputError(f"--formats {fmt}: unknown; choose from auto, all, "
+                             + ", ".join(FORMATS))
+    for fmt in (f[1:] for f in asked if f.startswith("-")):
+        names = [n for n in names if n not in FORMATS.get(fmt, ())]
+    return tuple(sorted(set(names)))
+
+
+def _format_notice(asked: Sequence[str], chosen: Sequence[str]) -> tuple[str, ...]:
+    if "auto" not in asked:
+        return ()
+    left = [f for f, files in FORMATS.items() if not set(files) <= set(chosen)]
+    if not left:
+        return ()
+    return (f"above {AUTO_ALL_PAPERS:,} papers a build writes only {', '.join(chosen)} "
+            f"besides the query store ({', '.join(left)} are written on demand: "
+            "`kg export DIR --format nt`; `--formats all` keeps every file current)",)
+
+
+def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
+             on_progress: Callable[[int, int], None] | None, trained_model: str | None) -> None:
+    """Extract ``papers`` and store each result (or failure) in the cache as it comes, so a
+    killed build keeps what it has done."""
+    from kg.model import Extraction
+    from kg.pipeline import compact, extract_each
+
+    if not papers:
+        return
+    batch: list[tuple[str, Paper, tuple | str]] = []
+    done = 0
+
+    def progress(n: int) -> None:
+        nonlocal done
+        done += n
+        if on_progress:
+            on_progress(done, len(papers))
+
+    for paper, item in zip(papers, extract_each(papers, workers, progress, trained_model),
+                           strict=True):
+        batch.append((paper_key(paper, pipeline), paper,
+                      compact(item) if isinstance(item, Extraction) else item))
+        if len(batch) >= 500:
+            cache.put(batch)
+            batch = []
+    cache.put(batch)
+
+
+def _write_generation(root: Path, gen: Path, corpus: Corpus, keys: dict[str, str],
+                      failed: dict[str, str], pipeline: str, asked: tuple[str, ...],
+                      chosen: tuple[str, ...], current: Manifest | None, number: int,
+                      inputs: Sequence[str | Path], step: Callable[[str], None]) -> Manifest:
+    from kg import rdf
+    from kg.exports import write_exports
+    from kg.vocab import load_vocabulary
+
+    vocab = load_vocabulary()
+    paper_digests = {r.paper.id: _digest(r) for r in corpus.results}
+    entity_digests = {eid: _digest(e) for eid, e in sorted(corpus.entities.items())}
+    concepts = tuple(sorted(rdf.concepts_described(corpus, vocab)))
+    triples = None
+    if any(name in chosen for name in ("graph.nt", "graph.ttl", "graph.jsonld")):
+        step("RDF triples")
+        triples = rdf.corpus_triples(corpus, vocab)
+    step("query store")
+    previous = root / META / _gen_name(current.generation) / "store" if current else None
+    if current is not None and current.pipeline == pipeline and previous.is_dir():
+        n_triples = _store_delta(previous, gen / "store", corpus, vocab, current,
+                                 paper_digests, entity_digests, concepts)
+    else:
+        n_triples = _store_full(gen / "store", triples if triples is not None
+                                else rdf.corpus_triples(corpus, vocab))
+    step("query index")
+    _write_index(gen / "index.sqlite", corpus, vocab)
+    record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
+                           triples=triples, n_triples=n_triples)
+    manifest = Manifest(number, pipeline, keys, asked, tuple(sorted(record.files)),
+                        dict(record.counts), paper_digests, entity_digests, concepts, failed)
+    _write_json(gen / "manifest.json", manifest.as_dict())
+    return manifest
+
+
+def _write_json(path: Path, data: object) -> None:
+    from kg.exports import replacing
+
+    with replacing(path) as tmp:
+        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def _commit(meta: Path, name: str) -> None:
+    from kg.exports import replacing
+
+    for path in (meta / name).rglob("*"):  # the generation reaches the disk before CURRENT
+        if path.is_file():
+            with path.open("rb") as fh:
+                os.fsync(fh.fileno())
+    with replacing(meta / "CURRENT") as tmp:
+        tmp.write_text(name + "\n", encoding="utf-8")
+
+
+def _publish(root: Path, gen: Path, names: Sequence[str]) -> None:
+    """Hard-link the generation's exports into DIR (build.json last) and drop stale ones."""
+    from kg.exports import _TMP_PREFIX, KNOWN_FILES, RECORD
+
+    (root / RECORD).unlink(missing_ok=True)
+    for name in [*names, RECORD]:
+        tmp = root / f"{_TMP_PREFIX}{name}"
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(gen / name, tmp)
+        except OSError:  # a file system without hard links: copy
+            shutil.copyfile(gen / name, tmp)
+        os.replace(tmp, root / name)
+    for name in set(KNOWN_FILES) - set(names):
+        target = root / name
+        if target.is_file() or target.is_symlink():
+            target.unlink()
+
+
+def _published(root: Path, manifest: Manifest) -> bool:
+    """True when DIR's top-level exports are this generation's (a kill may have cut the
+    publishing short)."""
+    from kg.exports import RECORD
+
+    gen = root / META / _gen_name(manifest.generation)
+    try:
+        return all(os.path.samefile(gen / n, root / n) for n in [*manifest.written, RECORD])
+    except OSError:
+        return False
+
+
+def _prune(meta: Path, cache: _Cache, manifest: Manifest, previous: Manifest | None) -> None:
+    """Keep the current generation and the one before (a `kg serve` may still read it)."""
+    keep = {_gen_name(manifest.generation)}
+    if previous is not None:
+        keep.add(_gen_name(previous.generation))
+    for path in meta.glob("gen-*"):
+        if path.name not in keep:
+            shutil.rmtree(path, ignore_errors=True)
+    cache.keep_only({*manifest.papers.values(), *(previous.papers.values() if previous else ())})
+
+
+# ------------------------------------------------------------------ the RDF store
+
+
+def _store_full(path: Path, triples: list) -> int:
+    import pyoxigraph as ox
+
+    from kg.rdf import triples_to_ntriples
+
+    store = ox.Store(str(path))
+    store.bulk_load(input=triples_to_ntriples(triples).encode("utf-8"),
+                    format=ox.RdfFormat.N_TRIPLES)
+    store.flush()
+    del store
+    return len(triples)
+
+
+def _store_delta(previous: Path, path: Path, corpus: Corpus, vocab, current: Manifest,
+                 paper_digests: dict[str, str], entity_digests: dict[str, str],
+                 concepts: tuple[str, ...]) -> int:
+    """A checkpoint of the previous store with the changed papers, entities and concepts
+    replaced: what ``_store_full`` of the new corpus would hold."""
+    import pyoxigraph as ox
+
+    from kg import rdf
+
+    ox.Store.read_only(str(previous)).backup(str(path))
+    store = ox.Store(str(path))
+    gone_papers = [p for p, d in current.paper_digests.items() if paper_digests.get(p) != d]
+    new_papers = [p for p, d in paper_digests.items() if current.paper_digests.get(p) != d]
+    gone_entities = [e for e, d in current.entity_digests.items()
+                     if entity_digests.get(e) != d]
+    new_entities = [e for e, d in entity_digests.items() if current.entity_digests.get(e) != d]
+    gone_concepts = sorted(set(current.concepts) - set(concepts))
+    new_concepts = sorted(set(concepts) - set(current.concepts))
+    derived = ox.NamedNode(rdf.PROV_NS + "wasDerivedFrom")
+    relation_predicates = {ox.NamedNode(rdf.ONTOLOGY_NS + p) for p in rdf.PREDICATES}
+    doomed: list = []
+    for pid in gone_papers:
+        node = ox.NamedNode(rdf.paper_iri(pid))
+        doomed.extend(store.quads_for_pattern(node, None, None, None))
+        for q in store.quads_for_pattern(None, derived, node, None):
+            doomed.extend(store.quads_for_pattern(q.subject, None, None, None))
+    for eid in gone_entities:  # its own description; relations it is the subject of below
+        node = ox.NamedNode(rdf.entity_iri(eid))
+        doomed.extend(q for q in store.quads_for_pattern(node, None, None, None)
+                      if q.predicate not in relation_predicates)
+    for iri in gone_concepts:
+        doomed.extend(store.quads_for_pattern(ox.NamedNode(iri), None, None, None))
+    # Entity → entity relations ("A outperforms B") may be asserted by several papers: the
+    # store keeps exactly those some paper of the new corpus asserts.
+    wanted = {(rdf.entity_iri(r.subject), r.predicate, rdf.entity_iri(r.object))
+              for result in corpus.results for r in result.relations
+              if r.subject != result.paper.id}
+    for predicate in sorted(relation_predicates, key=str):
+        for q in store.quads_for_pattern(None, predicate, None, None):
+            if (q.subject.value.startswith(rdf.ENTITY_NS) and
+                    (q.subject.value, predicate.value.removeprefix(rdf.ONTOLOGY_NS),
+                     q.object.value) not in wanted):
+                doomed.append(q)
+    schemes = {iri: rdf.scheme_triples(iri, vocab) for iri in {*current.concepts, *concepts}}
+    old_schemes = {t for iri in current.concepts for t in schemes[iri]}
+    new_schemes = {t for iri in concepts for t in schemes[iri]}
+    lines = [f"{s} {p} {o} .\n" for s, p, o in old_schemes - new_schemes]
+    if lines:
+        doomed.extend(ox.parse(input="".join(lines).encode(), format=ox.RdfFormat.N_TRIPLES))
+    for quad in doomed:
+        store.remove(ox.Quad(quad.subject, quad.predicate, quad.object))
+    by_id = {r.paper.id: r for r in corpus.results}
+    triples = rdf.partial_triples(
+        corpus, [by_id[p] for p in new_papers], [corpus.entities[e] for e in new_entities],
+        new_concepts, vocab)
+    triples.extend(sorted(new_schemes - old_schemes))
+    triples.extend(sorted((f"<{s}>", f"<{rdf.ONTOLOGY_NS}{p}>", f"<{o}>")
+                          for s, p, o in wanted))
+    if triples:
+        store.load(input="".join(f"{s} {p} {o} .\n" for s, p, o in triples).encode("utf-8"),
+                   format=ox.RdfFormat.N_TRIPLES)
+    store.flush()
+    size = len(store)
+    del store
+    return size
+
+
+# ------------------------------------------------------------------ the query index
+
+# The AnalysisIndex fields kept as tables read on demand, so a query reads what it touches.
+_TABLES = ("papers", "entities", "features", "postings", "factors", "entity_papers", "order",
+           "idf", "info", "names", "concept_entity", "titles", "labels", "concept_labels",
+           "broader")
+# Fields keyed by (paper id, entity id), stored as one row per paper.
+_PAIR_TABLES = ("evidence", "confidence")
+
+
+def _write_index(path: Path, corpus: Corpus, vocab) -> None:
+    from collections import defaultdict
+
+    from kg.analysis import build_index
+    from kg.model import PaperResult
+
+    index = build_index(corpus, vocab)
+    db = sqlite3.connect(path)
+    with db:
+        for name in _TABLES:
+            values = getattr(index, name)
+            if name == "papers":  # the queries read only the paper of each result
+                values = {pid: PaperResult(r.paper, (), ()) for pid, r in values.items()}
+            db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
+            db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
+                           ((k, pickle.dumps(v, 5)) for k, v in values.items()))
+        per_paper: dict[str, dict] = defaultdict(lambda: {"evidence": {}, "confidence": {},
+                                                          "used": set()})
+        for (pid, eid), span in index.evidence.items():
+            per_paper[pid]["evidence"][eid] = (span.text, span.start, span.end)
+        for (pid, eid), value in index.confidence.items():
+            per_paper[pid]["confidence"][eid] = value
+        for pid, eid in index.used:
+            per_paper[pid]["used"].add(eid)
+        db.execute("CREATE TABLE pairs (k TEXT PRIMARY KEY, v BLOB)")
+        db.executemany("INSERT INTO pairs VALUES (?, ?)",
+                       ((pid, pickle.dumps(per_paper[pid], 5)) for pid in sorted(per_paper)))
+        db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB)")
+        db.executemany("INSERT INTO meta VALUES (?, ?)", [
+            ("texts", pickle.dumps(index.texts, 5)), ("vocab", pickle.dumps(vocab, 5))])
+    db.close()
+
+
+class _Table(Mapping):
+    """A read-only Mapping over one index table (keys in insertion order); values read once."""
+
+    def __init__(self, db: sqlite3.Connection, name: str) -> None:
+        self.db, self.name, self.memo = db, f'"{name}"', {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.memo:
+            row = self.db.execute(f"SELECT v FROM {self.name} WHERE k = ?", (key,)).fetchone()
+            if row is None:
+                raise KeyError(key)
+            self.memo[key] = pickle.loads(row[0])
+        return self.memo[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.memo or self.db.execute(
+            f"SELECT 1 FROM {self.name} WHERE k = ?", (key,)).fetchone() is not None
+
+    def __iter__(self) -> Iterator:
+        return (k for (k,) in self.db.execute(f"SELECT k FROM {self.name} ORDER BY rowid"))
+
+    def __len__(self) -> int:
+        return self.db.execute(f"SELECT COUNT(*) FROM {self.name}").fetchone()[0]
+
+    def items(self):
+        for k, v in self.db.execute(f"SELECT k, v FROM {self.name} ORDER BY rowid"):
+            if k not in self.memo:
+                self.memo[k] = pickle.loads(v)
+        return [(k, self.memo[k]) for k in self]
+
+    def values(self):
+        return [v for _, v in self.items()]
+
+
+class _Pairs:
+    """``index.evidence[(pid, eid)]``, ``index.confidence[…]`` and ``(pid, eid) in
+    index.used`` over the per-paper ``pairs`` table."""
+
+    def __init__(self, table: _Table, field: str) -> None:
+        self.table, self.field = table, field
+
+    def _row(self, pid: str) -> dict:
+        return self.table.get(pid, {"evidence": {}, "confidence": {}, "used": set()})
+
+    def __getitem__(self, key: tuple[str, str]) -> Any:
+        from kg.model import Span
+
+        value = self._row(key[0])[self.field][key[1]]
+        return Span(*value) if self.field == "evidence" else value
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        return key[1] in self._row(key[0])[self.field]
+
+    def get(self, key: tuple[str, str], default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+def _read_index(path: Path, cls, corpus: Callable[[], Corpus]):
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    tables = {name: _Table(db, name) for name in _TABLES}
+    pairs = _Table(db, "pairs")
+    meta = dict(db.execute("SELECT k, v FROM meta"))
+    return cls(**tables, evidence=_Pairs(pairs, "evidence"),
+               confidence=_Pairs(pairs, "confidence"), used=_Pairs(pairs, "used"),
+               texts=pickle.loads(meta["texts"]), vocab=pickle.loads(meta["vocab"]),
+               include_mentions=False, source=corpus)

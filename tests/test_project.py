@@ -1,0 +1,301 @@
+"""A project directory: incremental builds, adds and removes equal a fresh build; faults are safe."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT, SEED
+
+from kg import project
+from kg.cli import cli
+from kg.ingest import IngestOptions, read_inputs
+from kg.pipeline import read_papers
+
+ICLR = "openreview-2024/ICLR_cc_2024_Conference.tsv"
+ALL = ["all"]
+
+
+def seed_papers():
+    return list(read_papers([SEED])[0])
+
+
+def iclr_papers(corpora: Path, n: int):
+    papers = read_inputs([corpora / ICLR], IngestOptions()).papers
+    return list(papers[:n])
+
+
+def exports(directory: Path) -> dict[str, bytes]:
+    """Every export file (build.json aside: it records this run's inputs) and the store."""
+    out = {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))
+           if (directory / name).is_file() and name != "build.json"}
+    store = project.open_project(directory).store()
+    out["store"] = "".join(sorted(f"{q.subject} {q.predicate} {q.object} .\n"
+                                  for q in store)).encode()
+    record = json.loads((directory / "build.json").read_text(encoding="utf-8"))
+    out["counts"] = json.dumps(record["counts"], sort_keys=True).encode()
+    return out
+
+
+def fresh(papers, tmp_path: Path, formats=ALL) -> dict[str, bytes]:
+    out = tmp_path / f"fresh-{len(list(tmp_path.iterdir()))}"
+    project.build(out, papers, formats=formats)
+    return exports(out)
+
+
+def kg(*args: object, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kg", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, **kwargs)
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_any_sequence_of_builds_adds_and_removes_equals_a_fresh_build(tmp_path, seed):
+    rng = random.Random(seed)
+    papers = seed_papers()
+    out = tmp_path / "project"
+    held: dict[str, object] = {}
+    for step in range(4):
+        action = rng.choice(["build", "add", "remove"] if held else ["build", "add"])
+        if action == "build":
+            chosen = rng.sample(papers, rng.randint(3, len(papers)))
+            project.build(out, chosen, formats=ALL)
+            held = {p.id: p for p in chosen}
+        elif action == "add":
+            chosen = rng.sample(papers, rng.randint(1, 6))
+            project.add(out, chosen, formats=ALL)
+            held.update((p.id, p) for p in chosen)
+        elif len(held) > 1:
+            gone = rng.sample(sorted(held), rng.randint(1, len(held) - 1))
+            project.remove(out, gone)
+            for pid in gone:
+                del held[pid]
+        assert exports(out) == fresh(list(held.values()), tmp_path), (seed, step, action)
+
+
+def test_adds_and_removes_on_500_iclr_papers_equal_a_fresh_build(tmp_path, corpora_dir):
+    papers = iclr_papers(corpora_dir, 560)
+    rng = random.Random(7)
+    rng.shuffle(papers)
+    base, extra = papers[:500], papers[500:]
+    out = tmp_path / "project"
+    formats = ["nt", "jsonl", "csv"]
+    project.build(out, base[:450] + extra[:10], formats=formats)
+    outcome = project.add(out, base[450:] + extra[10:])
+    assert outcome.extracted == len(base[450:] + extra[10:])
+    gone = [p.id for p in extra]
+    outcome = project.remove(out, gone)
+    assert outcome.extracted == 0 and sorted(outcome.removed) == sorted(gone)
+    assert exports(out) == fresh(base, tmp_path, formats)
+
+
+def test_an_unchanged_rebuild_extracts_and_writes_nothing(tmp_path):
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers, formats=["jsonl"])
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    outcome = project.build(out, list(reversed(papers)))
+    assert outcome.noop and outcome.extracted == 0
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()
+            and p.name != "lock"} == {p: t for p, t in before.items() if p.name != "lock"}
+
+
+def test_a_changed_abstract_is_re_extracted_alone(tmp_path):
+    from dataclasses import replace
+
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers, formats=["jsonl"])
+    changed = [replace(p, abstract=p.abstract + " We also use quantization.") if i == 3 else p
+               for i, p in enumerate(papers)]
+    outcome = project.build(out, changed)
+    assert outcome.extracted == 1 and outcome.changed == (papers[3].id,)
+    assert exports(out) == fresh(changed, tmp_path, ["jsonl"])
+
+
+def test_a_pipeline_change_re_extracts_every_paper(tmp_path, monkeypatch):
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers, formats=["jsonl"])
+    # What a vocabulary edit or a new kg version does to the pipeline version.
+    monkeypatch.setattr(project, "pipeline_version", lambda: "0-changed")
+    outcome = project.build(out, papers)
+    assert outcome.extracted == len(papers) and not outcome.noop
+
+
+def test_a_removed_paper_takes_the_entities_only_it_supported(tmp_path):
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers, formats=["jsonl"])
+    before = project.open_project(out).corpus()
+
+    def own_of(victim):
+        return {eid for eid in victim.entity_ids
+                if not any(eid in r.entity_ids for r in before.results if r is not victim)}
+
+    victim = next(r for r in before.results  # a paper with entities of its own and shared ones
+                  if own_of(r) and set(r.entity_ids) - own_of(r))
+    own = own_of(victim)
+    shared = set(victim.entity_ids) - own
+    project.remove(out, [victim.paper.id])
+    store = project.open_project(out).store()
+    after = project.open_project(out).corpus()
+    assert not own & set(after.entities) and shared <= set(after.entities)
+    from kg.rdf import entity_iri, paper_iri
+
+    text = "\n".join(str(q) for q in store)
+    assert paper_iri(victim.paper.id) not in text
+    assert not any(entity_iri(eid) + ">" in text for eid in own)
+    assert all(entity_iri(eid) + ">" in text for eid in shared)
+
+
+def test_remove_refuses_unknown_ids_and_keeps_the_project(tmp_path):
+    out = tmp_path / "p"
+    project.build(out, seed_papers(), formats=["jsonl"])
+    result = invoke("remove", out, "no-such-paper")
+    assert result.exit_code == 2 and "no-such-paper" in result.output
+    assert project.open_project(out).manifest.counts["papers"] == 19
+
+
+def test_cli_build_add_remove_and_queries_read_the_store(tmp_path):
+    out = tmp_path / "p"
+    first = tmp_path / "first.jsonl"
+    papers = seed_papers()
+    with first.open("w", encoding="utf-8") as fh:
+        for p in papers[:12]:
+            fh.write(json.dumps({"id": p.id, "title": p.title, "abstract": p.abstract}) + "\n")
+    rest = tmp_path / "rest.jsonl"
+    with rest.open("w", encoding="utf-8") as fh:
+        for p in papers[12:]:
+            fh.write(json.dumps({"id": p.id, "title": p.title, "abstract": p.abstract}) + "\n")
+    result = invoke("build", first, "-o", out, "--formats", "jsonl")
+    assert result.exit_code == 0, result.output
+    assert "12 added" in result.output and not (out / "graph.nt").exists()
+    result = invoke("add", out, rest)
+    assert result.exit_code == 0 and "7 added" in result.output, result.output
+    result = invoke("sparql", "SELECT (COUNT(*) AS ?n) WHERE { ?p a kg:Paper }", "--graph", out,
+                    "--format", "json")
+    assert result.exit_code == 0 and '"19"' in result.output, result.output
+    result = invoke("shared", "caching", "--graph", out)
+    assert result.exit_code == 0 and "FasterCache" in result.output
+    result = invoke("remove", out, papers[0].id)
+    assert result.exit_code == 0 and "1 removed" in result.output, result.output
+    result = invoke("build", first, rest, "-o", out)
+    assert result.exit_code == 0 and "1 added" in result.output, result.output
+    result = invoke("build", first, rest, "-o", out)
+    assert result.exit_code == 0 and "up to date" in result.output, result.output
+
+
+def test_an_older_export_directory_gets_an_upgrade_message(tmp_path):
+    from kg.exports import write_exports
+    from kg.pipeline import run
+
+    old = tmp_path / "old"
+    write_exports(run([SEED]), old, html=False)  # what kg before projects wrote
+    for args in (("shared", "caching", "--graph", old), ("sparql", "ASK { ?s ?p ?o }",
+                                                         "--graph", old)):
+        result = invoke(*args)
+        assert result.exit_code == 2 and "upgrade it with `kg build" in result.output
+    result = invoke("build", old / "extraction.jsonl", "-o", old)  # the upgrade, in place
+    assert result.exit_code == 0, result.output
+    assert invoke("shared", "caching", "--graph", old).exit_code == 0
+
+
+def test_a_foreign_or_damaged_directory_is_refused_and_left_alone(tmp_path):
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "graph.ttl").write_text("mine", encoding="utf-8")
+    result = invoke("build", SEED, "-o", foreign)
+    assert result.exit_code == 2 and "not kg's to replace" in result.output
+    assert (foreign / "graph.ttl").read_text(encoding="utf-8") == "mine"
+    assert not (foreign / ".kg").exists()
+
+    damaged = tmp_path / "damaged"
+    project.build(damaged, seed_papers(), formats=["jsonl"])
+    manifest = project.open_project(damaged).generation / "manifest.json"
+    manifest.write_text("{not json", encoding="utf-8")
+    for args in (("build", SEED, "-o", damaged), ("shared", "caching", "--graph", damaged)):
+        result = invoke(*args)
+        assert result.exit_code == 2 and "damaged" in result.output, result.output
+    assert manifest.read_text(encoding="utf-8") == "{not json"
+
+    other = tmp_path / "other"
+    project.build(other, seed_papers(), formats=["jsonl"])
+    (other / ".kg" / "project.json").write_text('{"format": "x", "version": 9}', "utf-8")
+    result = invoke("build", SEED, "-o", other)
+    assert result.exit_code == 2 and "version 9" in result.output
+
+
+def test_a_second_build_on_the_same_directory_is_refused(tmp_path):
+    out = tmp_path / "p"
+    project.build(out, seed_papers(), formats=["jsonl"])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from kg.project import _locked\n"
+         f"with _locked(Path({str(out)!r})):\n    print('held', flush=True); time.sleep(60)"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        proc = kg("build", SEED, "-o", out)
+        assert proc.returncode == 1
+        assert f"{out} is being built by process {holder.pid}" in proc.stderr
+        proc = kg("shared", "caching", "--graph", out)  # readers are not blocked
+        assert proc.returncode == 0 and "FasterCache" in proc.stdout
+    finally:
+        holder.kill()
+        holder.wait()
+    assert kg("build", SEED, "-o", out).returncode == 0  # the lock died with its holder
+
+
+def test_a_build_killed_at_any_moment_leaves_the_previous_state_answering(tmp_path,
+                                                                          corpora_dir):
+    out = tmp_path / "p"
+    small = tmp_path / "small.jsonl"
+    papers = iclr_papers(corpora_dir, 300)
+    with small.open("w", encoding="utf-8") as fh:
+        for p in papers[:20]:
+            fh.write(json.dumps({"id": p.id, "title": p.title, "abstract": p.abstract}) + "\n")
+    big = tmp_path / "big.jsonl"
+    with big.open("w", encoding="utf-8") as fh:
+        for p in papers:
+            fh.write(json.dumps({"id": p.id, "title": p.title, "abstract": p.abstract}) + "\n")
+    assert kg("build", small, "-o", out, "--workers", "1").returncode == 0
+    count = "SELECT (COUNT(*) AS ?n) WHERE { ?p a kg:Paper }"
+    killed = 0
+    for delay in (1.0, 2.5, 4.0, 5.5, 7.0):
+        proc = subprocess.Popen([sys.executable, "-m", "kg", "build", big, "-o", out,
+                                 "--workers", "1"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            killed += 1
+        proc.wait()
+        answer = kg("sparql", count, "--graph", out, "--format", "csv")
+        assert answer.returncode == 0, answer.stderr
+        n = int(answer.stdout.split()[-1])
+        if proc.returncode == -signal.SIGKILL:
+            assert n in (20, 300)  # the previous state, or the new one if it had committed
+        else:
+            assert n == 300
+        if n == 20:
+            assert invoke("shared", "caching", "--graph", out).exit_code in (0, 2)
+            assert project.open_project(out).manifest.counts["papers"] == 20
+        if n == 300:  # committed: start again from the small state to kill the next one
+            assert kg("build", small, "-o", out, "--workers", "1").returncode == 0
+    assert killed >= 2, "the builds always finished before the kill"
+    proc = kg("build", big, "-o", out, "--workers", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert exports(out) == fresh(list(read_papers([big])[0]), tmp_path, ["auto"])
+    assert not [p for p in (out / ".kg").iterdir() if p.name.startswith("gen-")][2:]
