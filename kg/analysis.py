@@ -204,6 +204,8 @@ class AnalysisIndex:
     # Where the corpus comes from when a query needs another index (a project's stored index
     # is built with the defaults; --include-mentions needs the corpus).
     source: Callable[[], Corpus] | None = field(default=None, repr=False)
+    # Results of the slow whole-corpus calls, computed when a project is built (result_key).
+    stored: Mapping[str, object] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.papers)
@@ -383,6 +385,21 @@ def analysis_index(corpus: Corpus, include_mentions: bool = False,
 
 
 _CORPORA: dict[int, Corpus] = {}
+
+
+STORED_PAIRS = 1000  # co-occurring pairs a project stores (the CLI shows the first -n)
+
+
+def result_key(name: str, *args: object) -> str:
+    """The key of a stored result: the function's name and its arguments."""
+    return repr((name, *(tuple(a) if isinstance(a, list | set | frozenset) else a
+                         for a in args)))
+
+
+def _stored(corpus: Corpus | AnalysisIndex, name: str, *args: object) -> object | None:
+    if isinstance(corpus, AnalysisIndex) and corpus.stored is not None:
+        return corpus.stored.get(result_key(name, *args))
+    return None
 
 
 def _source_corpus(index: AnalysisIndex) -> Corpus:
@@ -582,6 +599,9 @@ def technique_counts(
     >>> all(n >= 1 for _, n in counts), counts == sorted(counts, key=lambda t: -t[1])
     (True, True)
     """
+    hit = _stored(corpus, "technique_counts", types)
+    if hit is not None:
+        return hit
     index = analysis_index(corpus)
     wanted = set(types)
     rows = [(e, len(index.entity_papers.get(eid, ()))) for eid, e in index.entities.items()
@@ -602,7 +622,7 @@ def top_shared_techniques(corpus: Corpus, n: int = 20) -> list[tuple[Entity, int
 
 
 def cooccurrence(
-    corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES,
+    corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES, limit: int | None = None,
 ) -> list[tuple[Entity, Entity, int]]:
     """Pairs of entities of ``types`` used in the same papers, with how many, most first.
 
@@ -614,6 +634,10 @@ def cooccurrence(
     >>> [(a.name, b.name, n) for a, b, n in pairs if a.name == "LLaMA" and b.name == "ResNet-18"]
     [('LLaMA', 'ResNet-18', 1)]
     """
+    if limit is not None and limit <= STORED_PAIRS:
+        hit = _stored(corpus, "cooccurrence", types)
+        if hit is not None:
+            return hit[:limit]
     index = analysis_index(corpus)
     wanted = set(types)
     counts: Counter[tuple[str, str]] = Counter()
@@ -627,8 +651,8 @@ def cooccurrence(
         for i, a in enumerate(ids):
             for b in ids[i + 1:]:
                 counts[(a, b)] += 1
-    return [(index.entities[a], index.entities[b], c)
-            for (a, b), c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    return [(index.entities[a], index.entities[b], c) for (a, b), c in ranked]
 
 
 def clusters(corpus: Corpus, seed: int = 0, min_size: int = 2, terms: int = 3) -> list[Cluster]:
@@ -644,6 +668,9 @@ def clusters(corpus: Corpus, seed: int = 0, min_size: int = 2, terms: int = 3) -
     >>> clusters(corpus) == clusters(corpus)
     True
     """
+    hit = _stored(corpus, "clusters", seed, min_size, terms)
+    if hit is not None:
+        return hit
     index = analysis_index(corpus)
     import networkx as nx
 

@@ -286,19 +286,21 @@ def write_exports(
         ("graph.ttl", lambda p: _write_text(p, rdf.triples_to_turtle(triples))),
         ("graph.jsonld", lambda p: _write_text(p, rdf.triples_to_jsonld(triples))),
         ("graph.graphml", lambda p: write_graphml(corpus, p)),
+        ("nodes.csv", None),  # with edges.csv
         ("extraction.jsonl", lambda p: _write_jsonl(corpus, p, write_jsonl)),
     ]
     notices: list[str] = []
     for name, write in writers:
-        if name in wanted:
+        if write is None and wanted & {"nodes.csv", "edges.csv"}:
+            wanted |= {"nodes.csv", "edges.csv"}
+            step("nodes.csv, edges.csv")
+            with replacing(out_dir / "nodes.csv") as nodes, \
+                    replacing(out_dir / "edges.csv") as edges:
+                write_csv(corpus, nodes, edges)
+        elif write is not None and name in wanted:
             step(name)
             with replacing(out_dir / name) as tmp:
                 write(tmp)
-    if wanted & {"nodes.csv", "edges.csv"}:
-        wanted |= {"nodes.csv", "edges.csv"}
-        step("nodes.csv, edges.csv")
-        with replacing(out_dir / "nodes.csv") as nodes, replacing(out_dir / "edges.csv") as edges:
-            write_csv(corpus, nodes, edges)
     if "graph.html" in wanted:
         from kg.viz import write_viz
 

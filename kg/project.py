@@ -59,8 +59,8 @@ FORMAT = "kg-project"
 FORMAT_VERSION = 1
 # The export formats and their files. "auto" writes all of them up to AUTO_ALL_PAPERS papers;
 # above, only extraction.jsonl: each build would otherwise spend most of its time rewriting
-# half a gigabyte of text (30 s at 4,870 papers) that `kg export DIR --format X` writes on
-# demand, while queries read the store and index.
+# half a gigabyte of text (30 s at 4,870 papers) that queries do not need (they read the store
+# and index); `--formats all` asks for it.
 FORMATS: dict[str, tuple[str, ...]] = {
     "nt": ("graph.nt",), "ttl": ("graph.ttl",), "jsonld": ("graph.jsonld",),
     "graphml": ("graph.graphml",), "csv": ("nodes.csv", "edges.csv"),
@@ -173,9 +173,11 @@ class Project:
 
     def corpus(self) -> Corpus:
         """The resolved corpus: from extraction.jsonl when written, else from the cache."""
+        from kg.exports import check_export_dir
         from kg.io import read_jsonl
 
         if "extraction.jsonl" in self.manifest.written:
+            check_export_dir(self.generation, reading="extraction.jsonl")
             return read_jsonl(self.generation / "extraction.jsonl")
         with _Cache(self.root / META / "cache.sqlite", readonly=True) as cache:
             return _resolve(cache, self.manifest.papers, {})[0]
@@ -414,7 +416,20 @@ def remove(directory: str | Path, ids: Iterable[str], **options: Any) -> Outcome
     return _update(Path(directory), target, fresh=(), must_exist=True, **options)
 
 
-def _update(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
+def _update(root: Path, target_of: Callable, **options: Any) -> Outcome:
+    try:
+        return _update_locked(root, target_of, **options)
+    except sqlite3.Error as exc:  # e.g. "database or disk is full"
+        raise ProjectError(f"{root / META / 'cache.sqlite'}: {exc}; free some space or fix "
+                           "the permissions, then run the command again") from exc
+    except OSError as exc:  # the RocksDB store reports a full disk as a plain OSError
+        if exc.errno is None and "No space" in str(exc):
+            raise ProjectError(f"{root}: No space left on device ({exc}); free some space "
+                               "and run the command again") from exc
+        raise
+
+
+def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             formats: Sequence[str] | None = None, workers: int = 1,
             on_progress: Callable[[int, int], None] | None = None,
             on_step: Callable[[str], None] | None = None,
@@ -522,8 +537,8 @@ def _format_notice(asked: Sequence[str], chosen: Sequence[str]) -> tuple[str, ..
     if not left:
         return ()
     return (f"above {AUTO_ALL_PAPERS:,} papers a build writes only {', '.join(chosen)} "
-            f"besides the query store ({', '.join(left)} are written on demand: "
-            "`kg export DIR --format nt`; `--formats all` keeps every file current)",)
+            f"besides the query store; {', '.join(left)}: `kg build ... --formats all` (or "
+            "e.g. `--formats jsonl,nt`) writes them and keeps them current",)
 
 
 def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
@@ -608,7 +623,7 @@ def _commit(meta: Path, name: str) -> None:
 
 def _publish(root: Path, gen: Path, names: Sequence[str]) -> None:
     """Hard-link the generation's exports into DIR (build.json last) and drop stale ones."""
-    from kg.exports import _TMP_PREFIX, KNOWN_FILES, RECORD
+    from kg.exports import _TMP_PREFIX, RECORD, _remove_stale
 
     (root / RECORD).unlink(missing_ok=True)
     for name in [*names, RECORD]:
@@ -619,10 +634,7 @@ def _publish(root: Path, gen: Path, names: Sequence[str]) -> None:
         except OSError:  # a file system without hard links: copy
             shutil.copyfile(gen / name, tmp)
         os.replace(tmp, root / name)
-    for name in set(KNOWN_FILES) - set(names):
-        target = root / name
-        if target.is_file() or target.is_symlink():
-            target.unlink()
+    _remove_stale(root, {*names, RECORD}, ())
 
 
 def _published(root: Path, manifest: Manifest) -> bool:
@@ -771,7 +783,26 @@ def _write_index(path: Path, corpus: Corpus, vocab) -> None:
         db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB)")
         db.executemany("INSERT INTO meta VALUES (?, ?)", [
             ("texts", pickle.dumps(index.texts, 5)), ("vocab", pickle.dumps(vocab, 5))])
+        db.execute("CREATE TABLE results (k TEXT PRIMARY KEY, v BLOB)")
+        db.executemany("INSERT INTO results VALUES (?, ?)",
+                       ((k, pickle.dumps(v, 5)) for k, v in _slow_results(index).items()))
     db.close()
+
+
+def _slow_results(index) -> dict[str, object]:
+    """What `kg techniques` asks of the whole corpus, computed once per build (Louvain takes
+    seconds on a conference; the query then takes milliseconds)."""
+    from dataclasses import replace
+
+    from kg import analysis
+
+    groups = [replace(c, papers=tuple(replace(p, abstract="") for p in c.papers))
+              for c in analysis.clusters(index)]
+    types = analysis.TECHNIQUE_TYPES
+    return {analysis.result_key("technique_counts", types): analysis.technique_counts(index),
+            analysis.result_key("cooccurrence", types):
+                analysis.cooccurrence(index, limit=analysis.STORED_PAIRS),
+            analysis.result_key("clusters", 0, 2, 3): groups}
 
 
 class _Table(Mapping):
@@ -842,4 +873,4 @@ def _read_index(path: Path, cls, corpus: Callable[[], Corpus]):
     return cls(**tables, evidence=_Pairs(pairs, "evidence"),
                confidence=_Pairs(pairs, "confidence"), used=_Pairs(pairs, "used"),
                texts=pickle.loads(meta["texts"]), vocab=pickle.loads(meta["vocab"]),
-               include_mentions=False, source=corpus)
+               include_mentions=False, source=corpus, stored=_Table(db, "results"))

@@ -504,12 +504,12 @@ def validate_graph(graph: str | Path, shapes: str | Path | None = None,
     from kg.vocab import ontology_dir
 
     step = on_step or (lambda name: None)
-    from kg.project import is_project
+    from kg.project import is_project, open_project
 
+    if Path(graph).is_dir() and not is_project(graph):
+        open_project(graph)  # raises, saying how to upgrade an older export directory
     if is_project(graph):
-        from kg.sparql import load_store
-
-        store = load_store(graph)
+        store = open_project(graph).store()
         checks = compile_shapes(Path(shapes) if shapes else ontology_dir() / "shapes.ttl")
         if checks is None:
             raise InputError(f"{shapes}: uses SHACL features kg does not compile; validate a "

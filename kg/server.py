@@ -46,7 +46,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kg.errors import InputError, QueryError, ServiceError
-from kg.project import is_project
+from kg.project import is_project, open_project
 from kg.rdf import graph_file
 from kg.sparql import (
     NotAcceptableError,
@@ -84,8 +84,9 @@ def _worker_main(conn_in: Any, conn_out: Any) -> None:
     graph, updates, allow_service = conn_in.recv()
     try:
         store = load_store(graph)
+        copied = bool(updates)
         if updates:
-            store = writable(store)
+            store = writable(store, graph)
         for update in updates:
             run_update(store, update, allow_service=allow_service)
     except Exception as exc:  # reported to the parent, which raises ServiceError
@@ -99,7 +100,8 @@ def _worker_main(conn_in: Any, conn_out: Any) -> None:
             return
         try:
             if op == "update":
-                store = writable(store)
+                if not copied:
+                    store, copied = writable(store, graph), True
                 run_update(store, text, allow_service=allow_service)
                 conn_out.send(("ok", None))
             else:
@@ -216,6 +218,8 @@ class QueryPool:
                  max_results: int = 10_000, load_timeout: float = 300.0,
                  cache_entries: int = 256, cache_bytes: int = 64 << 20,
                  max_per_client: int = 16, allow_service: tuple[str, ...] = ()) -> None:
+        if Path(graph).is_dir() and not is_project(graph):
+            open_project(graph)  # raises, saying how to upgrade an older export directory
         self.graph = str(graph if is_project(graph) else graph_file(graph))
         self.timeout = timeout
         self.max_results = max_results

@@ -430,18 +430,18 @@ def load_store(path: str | Path) -> Any:
     return store
 
 
-def writable(store: Any) -> Any:
-    """``store`` itself when it takes updates, else an in-memory copy (a project's store is
-    read-only: `kg serve --allow-update` changes its own copy, never the project)."""
+def writable(store: Any, graph: str | Path) -> Any:
+    """``store`` itself when it takes updates, else an in-memory copy: a project's store is
+    read-only, so `kg serve --allow-update` changes its own copy, never the project."""
     import pyoxigraph as ox
 
-    try:
-        store.flush()
+    from kg.project import is_project
+
+    if not is_project(graph):
         return store
-    except OSError:
-        copy = ox.Store()
-        copy.bulk_extend(store.quads_for_pattern(None, None, None, None))
-        return copy
+    copy = ox.Store()
+    copy.bulk_extend(store.quads_for_pattern(None, None, None, None))
+    return copy
 
 
 def parse_binding(value: str) -> Any:

@@ -224,8 +224,10 @@ def test_build_exports_do_not_depend_on_the_worker_count(tmp_path):
         result = CliRunner().invoke(cli, ["build", str(src), "-o", str(out), "--workers",
                                           str(workers)])
         assert result.exit_code == 0, result.output
+        # The exports and the manifest; the store's and caches' files are the database's own.
         outs.append({p.relative_to(out).as_posix(): p.read_bytes()
-                     for p in sorted(out.rglob("*")) if p.is_file()})
+                     for p in sorted(out.rglob("*")) if p.is_file() and (
+                         ".kg" not in p.parts or p.name == "manifest.json")})
     assert outs[0].keys() == outs[1].keys()
     differ = [name for name in outs[0] if outs[0][name] != outs[1][name]]
     assert differ == []

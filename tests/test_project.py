@@ -1,4 +1,4 @@
-"""A project directory: incremental builds, adds and removes equal a fresh build; faults are safe."""
+"""A project directory: builds, adds and removes equal a fresh build; faults are safe."""
 
 from __future__ import annotations
 

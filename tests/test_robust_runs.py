@@ -122,7 +122,8 @@ def test_build_names_each_step_after_extraction_on_a_terminal(corpora_dir, tmp_p
     code, seen = run_on_a_terminal("build", papers, "-o", tmp_path / "out", "--workers", "1")
     assert code == 0, seen
     steps = ["extracting 300/300 100% in", "resolving entities across 300 papers",
-             "making RDF triples", "writing graph.nt", "writing graph.ttl", "writing graph.jsonld",
+             "making RDF triples", "making query store", "making query index",
+             "writing graph.nt", "writing graph.ttl", "writing graph.jsonld",
              "writing graph.graphml", "writing nodes.csv, edges.csv", "writing extraction.jsonl",
              "writing graph.html", "writing build.json"]
     positions = [seen.find(step) for step in steps]
@@ -237,7 +238,8 @@ def test_fast_validation_reports_what_pyshacl_reports(seed_rdf_dir, tmp_path):
 
 def test_validate_is_fast_on_a_large_graph_and_keeps_its_exit_codes(corpora_dir, tmp_path):
     out = tmp_path / "iclr"
-    assert kg("build", corpora_dir / ICLR, "-o", out, "--no-html").returncode == 0
+    assert kg("build", corpora_dir / ICLR, "-o", out, "--formats", "all",
+              "--no-html").returncode == 0
     started = time.monotonic()
     proc = kg("validate", out)
     assert proc.returncode == 0, proc.stderr

@@ -197,7 +197,7 @@ def techniques(graphs, inputs, n, seed, fmt):
 
     corpus = _load(graphs, inputs)
     counts = technique_counts(corpus)[:n]
-    pairs = cooccurrence(corpus)[:n]
+    pairs = cooccurrence(corpus, limit=n)
     groups = clusters(corpus, seed=seed)
     if fmt == "json":
         _dump({

@@ -17,8 +17,8 @@ RESULT_FORMATS = ("table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "j
 
 FORMATS_HELP = ("Export files to keep current, comma-separated: nt, ttl, jsonld, graphml, csv, "
                 "jsonl, html, or all. auto (the default for a new DIR): all of them up to 2,000 "
-                "papers, above only extraction.jsonl (`kg export DIR --format X` writes the "
-                "others on demand). DIR remembers the choice.")
+                "papers, above only extraction.jsonl (queries read the store either way). "
+                "DIR remembers the choice.")
 
 
 def _formats(formats: str | None, html: bool | None) -> tuple[str, ...] | None:
@@ -52,23 +52,26 @@ def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(),
             bars: list = []
 
             def on_step(name: str) -> None:
-                step(name if " " in name else
+                step(name if name.startswith("resolving") else
                      f"writing {name}" if "." in name else f"making {name}")
 
             def on_progress(done: int, total: int) -> None:
                 if not bars:
-                    bars.append([stack.enter_context(Progress(total, "extracting")), 0])
+                    bars.append([Progress(total, "extracting").__enter__(), 0])
+                    stack.callback(lambda: bars[0][1] < total and bars[0][0].__exit__())
                 bars[0][0].update(done - bars[0][1])
                 bars[0][1] = done
+                if done >= total:  # the bar's last line, before the steps that follow
+                    bars[0][0].__exit__()
 
         outcome = action(out_dir, what, formats=formats, workers=workers,
                          on_progress=on_progress, on_step=on_step, inputs=inputs)
     corpus = outcome.corpus or Corpus(())
     report_skips(Corpus((), skipped=(*skipped, *corpus.skipped)), notices)
-    _summary(outcome, out_dir, top)
+    _summary(outcome, out_dir, top, len(skipped) + len(corpus.skipped))
 
 
-def _summary(outcome, out_dir: Path, top: int) -> None:
+def _summary(outcome, out_dir: Path, top: int, skipped: int) -> None:
     from kg import analysis
 
     echo = click.echo
@@ -82,8 +85,9 @@ def _summary(outcome, out_dir: Path, top: int) -> None:
     corpus = outcome.corpus
     types = Counter(e.type for e in corpus.entities.values())
     predicates = Counter(r.predicate for r in corpus.relations())
-    echo(f"papers: {len(corpus)} ({len(outcome.added)} added, {len(outcome.changed)} changed, "
-         f"{len(outcome.removed)} removed; {outcome.extracted} extracted)")
+    echo(f"papers: {len(corpus)}")
+    echo(f"changes: {len(outcome.added)} added, {len(outcome.changed)} changed, "
+         f"{len(outcome.removed)} removed; {outcome.extracted} extracted")
     echo(f"entities: {len(corpus.entities)}"
          + (" (" + ", ".join(f"{t} {n}" for t, n in sorted(types.items())) + ")" if types else ""))
     echo(f"relations: {sum(predicates.values())}"
@@ -93,7 +97,7 @@ def _summary(outcome, out_dir: Path, top: int) -> None:
         shared = analysis.top_shared_techniques(corpus, top)
         echo("most shared techniques: " + (", ".join(f"{e.name} ({n} papers)" for e, n in shared)
                                            or "none used by two or more papers"))
-    echo(f"skipped records: {counts['skipped']}")
+    echo(f"skipped records: {skipped}")
     echo(f"wrote {out_dir}/: query store ({counts['triples']} triples), "
          + ", ".join(outcome.written) + ", build.json")
     for notice in outcome.notices:
@@ -128,8 +132,10 @@ def build(inputs, ingest, strict, workers, out_dir, top, html, formats):
       kg add ml24/ new-papers.jsonl        # or: kg build ICLR.tsv ICML.tsv new.jsonl -o ml24/
     """
     from kg import project
+    from kg.exports import check_writable
     from kg.pipeline import read_papers
 
+    check_writable(out_dir)  # before the long part, not after it
     notices: list[str] = []
     papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
     _run_project(project.build, out_dir, papers, notices=notices, skipped=skipped,

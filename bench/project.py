@@ -1,0 +1,82 @@
+"""Benchmark: a project directory on the 4,870 ICLR+ICML 2024 abstracts (issue #10's targets).
+
+    .venv/bin/python bench/project.py [--workers 2] [--corpora ../shared/corpora]
+
+Runs `kg` as a user would (subprocesses: start-up and imports count) and prints one run each of:
+the full build (wall time, peak RSS), a no-op rebuild, removing 50 papers, adding them back,
+and cold queries (a fresh `kg shared`, `kg related`, `kg techniques`, saved `kg sparql`).
+Figures, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = ("ICLR_cc_2024_Conference.tsv", "ICML_cc_2024_Conference.tsv")
+
+
+def kg(*args: object) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB) and stdout of one `kg` process."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-m", "kg",
+                           *map(str, args)], capture_output=True, text=True, cwd=ROOT)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"kg {' '.join(map(str, args))} failed ({proc.returncode}):\n{proc.stderr}")
+    peak = int(proc.stderr.strip().splitlines()[-1]) / 1024
+    return elapsed, peak, proc.stdout
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    inputs = [args.corpora / "openreview-2024" / name for name in FILES]
+    if not all(p.is_file() for p in inputs):
+        sys.exit("missing corpus files; pass --corpora DIR")
+    work = Path(tempfile.mkdtemp(prefix="kg-bench-project-"))
+    out = work / "ml24"
+    try:
+        full, peak, _ = kg("build", *inputs, "-o", out, "--workers", args.workers)
+        print(f"full build:        {full:6.1f} s, peak RSS {peak:.0f} MB")
+        noop, _, said = kg("build", *inputs, "-o", out, "--workers", args.workers)
+        assert "up to date" in said, said
+        print(f"no-op rebuild:     {noop:6.2f} s (target < 3 s)")
+        current = (out / ".kg" / "CURRENT").read_text().strip()
+        manifest = json.loads((out / ".kg" / current / "manifest.json").read_text())
+        ids = sorted(manifest["papers"])[::97][:50]
+        removed, _, _ = kg("remove", out, *ids)
+        print(f"remove 50 papers:  {removed:6.2f} s = {removed / full:.0%} of the full build "
+              "(target ≤ 10%)")
+        added, _, said = kg("build", *inputs, "-o", out, "--workers", args.workers)
+        print(f"add 50 papers:     {added:6.2f} s = {added / full:.0%} of the full build "
+              "(target ≤ 10%)")
+        some = ids[0]
+        for label, query, target in (
+                ("kg shared quantization", ("shared", "quantization", "--graph", out), 0.3),
+                ("kg related PAPER", ("related", some, "--graph", out), 0.5),
+                ("kg techniques", ("techniques", "--graph", out), 0.5),
+                ("kg sparql (saved)", ("sparql", "techniques-by-paper-count", "--graph", out,
+                                       "--max-results", "20"), 0.5)):
+            elapsed, peak, _ = kg(*query)
+            print(f"{label:<24} {elapsed:5.2f} s, {peak:4.0f} MB (target < {target} s)")
+        size = sum(p.stat().st_size for p in (out / ".kg").rglob("*") if p.is_file())
+        print(f"DIR/.kg on disk: {size / 1e6:.0f} MB ({os.cpu_count()} cores)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
