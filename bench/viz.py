@@ -5,7 +5,7 @@
 
 Builds the corpus with kg.pipeline.run (or reads --graph), then writes the default page (the
 technique map at this size; --view graph for papers and entities) and prints: seconds to
-write the HTML, file size (target < 10 MB), the first render in headless Chromium —
+write the HTML (target < 3 s), file size (target < 10 MB), the first render in headless Chromium —
 navigation start to the first frame with labels placed (target < 2 s) — the redraw after a
 pan, timed inside the page (target < 100 ms), plus console errors and network requests seen.
 One run; figures, not assertions (exit 1 only if a target is missed).
@@ -60,10 +60,10 @@ def main() -> int:
           f"{summary.edges} edges")
     if summary.notice:
         print(f"        notice: {summary.notice}")
-    print(f"write:  {write_s:6.2f} s")
+    print(f"write:  {write_s:6.2f} s   (target < 3 s)")
     print(f"size:   {size_mb:6.2f} MB  (target < 10 MB)")
 
-    ok = size_mb < 10
+    ok = size_mb < 10 and write_s < 3
     from browser import Browser, find_chromium
 
     if find_chromium() is None:

@@ -84,9 +84,10 @@ def _paper_url(result: PaperResult) -> str | None:
     return url if url and url.startswith(("https://", "http://")) else None
 
 
-# Ranking every paper's related papers costs about 3 ms a paper at 5,000 papers and grows with
-# the corpus; above this size the panel points to `kg related` instead of precomputing.
+# Ranking every paper's related papers grows with the square of the corpus (related_all: ~0.6 s
+# at 5,000 papers); above this size the panel points to `kg related` instead of precomputing.
 RELATED_MAX_PAPERS = 20_000
+_RELATED_BLOCK = 64  # papers related_all scores at once: (block × papers) cells stay in cache
 # Above that size, a technique's panel lists this many papers (the surest), and says how many
 # more `kg shared` would list: the evidence sentences of every use would make the file huge.
 LIST_MAX = 100
@@ -100,14 +101,17 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     """
     import networkx as nx
 
-    from kg.analysis import related, shared
+    from kg.analysis import shared
 
     results = list(corpus)
     n_papers = len(results)
     entities = corpus.entities
+    # PaperResult.used_ids is recomputed on every access; the map reads it ~80,000 times.
+    used_ids = [r.used_ids for r in results]
+    used_sets = [set(ids) for ids in used_ids]
     used: dict[str, set[int]] = defaultdict(set)
-    for i, r in enumerate(results):
-        for eid in set(r.used_ids):
+    for i, ids in enumerate(used_sets):
+        for eid in ids:
             used[eid].add(i)
 
     def top(types: tuple[str, ...], limit: int) -> list[str]:
@@ -120,8 +124,8 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     tech_set = set(techniques)
     # Co-use counts among the kept techniques.
     co: Counter[tuple[str, str]] = Counter()
-    for r in results:
-        ids = sorted(set(r.used_ids) & tech_set)
+    for ids in used_sets:
+        ids = sorted(ids & tech_set)
         for a_i, a in enumerate(ids):
             for b in ids[a_i + 1:]:
                 co[(a, b)] += 1
@@ -168,7 +172,7 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     for eid in layers:
         near: Counter[str] = Counter()
         for i in used[eid]:
-            near.update(set(results[i].used_ids) & tech_set)
+            near.update(used_sets[i] & tech_set)
         anchors = [t for t, _ in sorted(near.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
         if anchors:
             x = sum(pos[a][0] for a in anchors) / len(anchors)
@@ -221,12 +225,11 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
         combined: Counter[int] = Counter()
         for use in uses:
             i = order[use.paper.id]
-            result = results[i]
             hit = [u for u in use.uses if u.used]
             if hit:
                 u = hit[0]
                 use_rows.append([i, u.evidence.text, round(u.confidence, 2)])
-                for other in set(result.used_ids) & tech_set:
+                for other in used_sets[i] & tech_set:
                     if other not in {x.entity.id for x in use.uses}:
                         combined[index_of[other]] += 1
             else:
@@ -257,6 +260,7 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
             "members": [index_of[e] for e in ranked]})
 
     # Every paper: metadata, its map techniques, the papers `kg related` ranks first.
+    ranked = related_all(corpus, _RELATED) if len(results) <= RELATED_MAX_PAPERS else None
     for i, r in enumerate(results):
         p = r.paper
         row: dict = {"id": p.id, "t": p.title or p.label or p.id}
@@ -267,12 +271,12 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
         url = _paper_url(r)
         if url:
             row["u"] = url
-        row["k"] = [index_of[e] for e in dict.fromkeys(r.used_ids) if e in index_of]
+        row["k"] = [index_of[e] for e in dict.fromkeys(used_ids[i]) if e in index_of]
         row["m"] = [index_of[e] for e in dict.fromkeys(r.entity_ids)
-                    if e in index_of and e not in set(r.used_ids)]
-        if len(results) <= RELATED_MAX_PAPERS:
-            row["r"] = [[order[x.paper.id], round(x.score, 3), [s.name for s in x.shared[:4]]]
-                        for x in related(corpus, p.id, _RELATED)]
+                    if e in index_of and e not in used_sets[i]]
+        if ranked is not None:
+            row["r"] = [[order[q], round(score, 3), names[:4]]
+                        for q, score, names in ranked[p.id]]
         bank = sentences.get(i)
         if bank:
             row["s"] = list(bank)
@@ -287,6 +291,201 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
         view.notice = (f"The map shows the {len(techniques):,} techniques used by the most "
                        f"papers; {left:,} rarer ones are searchable through their papers.")
     return view
+
+
+def related_all(corpus: Corpus, n: int) -> dict[str, list[tuple[str, float, list[str]]]]:
+    """For every paper, what ``kg related ID -n n`` lists: (paper id, score, shared names).
+
+    The ranking of ``kg.analysis.related`` — the same scores to the last bit, ties by paper
+    id, shared names best first — for all papers at once: one related() call costs ~2 ms,
+    and a conference's 5,000 of them took most of the time to write its map.
+
+    Papers are scored in blocks with numpy, over the same index. Per pair of papers, an upper
+    bound counts every shared feature and a lower bound only those both name directly (never
+    dropped); a pair whose upper bound is below a paper's n-th lower bound cannot rank. The
+    rest are scored as ``_shared_between`` scores them (an inherited concept broader than
+    another shared feature is dropped), and those that may tie at the n-th place are summed
+    again in related()'s order, so ties break alike.
+
+    >>> from kg.analysis import related
+    >>> from kg.pipeline import load_corpus
+    >>> corpus = load_corpus(["examples/iclr2025-seed.txt"])
+    >>> pid = corpus.results[0].paper.id
+    >>> related_all(corpus, 3)[pid] == [(r.paper.id, r.score, [s.name for s in r.shared])
+    ...                                 for r in related(corpus, pid, 3)]
+    True
+    """
+    import numpy as np
+
+    from kg.analysis import analysis_index
+
+    index = analysis_index(corpus)
+    pids = list(index.papers)
+    n_papers = len(pids)
+    out: dict[str, list[tuple[str, float, list[str]]]] = {pid: [] for pid in pids}
+    # Features that can link two papers: positive weight, two or more papers.
+    keys = [k for k, rows in index.factors.items() if len(rows) > 1 and index.weight(k) > 0]
+    if not keys or n < 1:
+        return out
+    row_of = {pid: i for i, pid in enumerate(pids)}
+    kid = {k: j for j, k in enumerate(keys)}
+    weight = np.array([index.weight(k) for k in keys])
+    names = [index.info[k][0] for k in keys]
+    name_rank = _rank(sorted(range(len(keys)), key=lambda j: (names[j].casefold(), keys[j])))
+    id_rank = _rank(sorted(range(n_papers), key=pids.__getitem__))
+    # Each feature's papers (CSR, corpus order): paper, factor, inherited. And the same
+    # entries sorted by (paper, feature) code, to look up one paper's factor of a feature.
+    post_len = np.array([len(index.factors[k]) for k in keys], dtype=np.intp)
+    post_ptr = np.concatenate([[0], np.cumsum(post_len)])
+    post_paper = np.array([row_of[p] for k in keys for p, _ in index.factors[k]],
+                          dtype=np.intp)
+    post_factor = np.array([f for k in keys for _, f in index.factors[k]])
+    post_inherited = np.array([bool(index.features[p][k].via) for k in keys
+                               for p, _ in index.factors[k]], dtype=bool)
+    code = post_paper * len(keys) + np.repeat(np.arange(len(keys)), post_len)
+    by_code = np.argsort(code, kind="stable")
+    code = code[by_code]
+    # Each paper's features (CSR) and, among them, which is broader than which.
+    f_kid: list[int] = []
+    f_factor: list[float] = []
+    f_inherited: list[bool] = []
+    f_len: list[int] = []
+    b_from: list[int] = []
+    b_to: list[int] = []
+    b_len: list[int] = []
+    for pid in pids:
+        own = [(k, f) for k, f in index.features[pid].items() if k in kid]
+        col = {k: c for c, (k, _) in enumerate(own)}
+        f_len.append(len(own))
+        b_len.append(0)
+        for c, (k, f) in enumerate(own):
+            f_kid.append(kid[k])
+            f_factor.append(f.factor)
+            f_inherited.append(bool(f.via))
+            for b in sorted(index.broader.get(k, frozenset()) & col.keys()):
+                b_from.append(c)
+                b_to.append(col[b])
+                b_len[-1] += 1
+    feat_kid = np.array(f_kid, dtype=np.intp)
+    feat_factor = np.array(f_factor)
+    feat_inherited = np.array(f_inherited, dtype=bool)
+    feat_len = np.array(f_len, dtype=np.intp)
+    feat_ptr = np.concatenate([[0], np.cumsum(feat_len)])
+    bro_from = np.array(b_from, dtype=np.intp)
+    bro_to = np.array(b_to, dtype=np.intp)
+    bro_len = np.array(b_len, dtype=np.intp)
+    bro_ptr = np.concatenate([[0], np.cumsum(bro_len)])
+    tol = 1e-9  # far above the rounding difference of two summation orders
+
+    for start in range(0, n_papers, _RELATED_BLOCK):
+        block = np.arange(start, min(start + _RELATED_BLOCK, n_papers))
+        size = len(block)
+        # Bounds for every (paper in block, other paper) cell, over every shared feature.
+        slots = _ranges(feat_ptr[block], feat_len[block])
+        slot_kid = feat_kid[slots]
+        ent = _ranges(post_ptr[slot_kid], post_len[slot_kid])
+        ent_slot = np.repeat(np.arange(len(slots)), post_len[slot_kid])
+        value = (np.minimum(post_factor[ent], feat_factor[slots][ent_slot])
+                 * weight[slot_kid][ent_slot])
+        cell = np.repeat(np.arange(size), feat_len[block])[ent_slot] * n_papers + post_paper[ent]
+        direct = ~(post_inherited[ent] | feat_inherited[slots][ent_slot])
+        upper = np.bincount(cell, value, size * n_papers)
+        lower = np.bincount(cell[direct], value[direct], size * n_papers)
+        itself = np.arange(size) * n_papers + block
+        upper[itself] = lower[itself] = 0.0
+        hit = np.flatnonzero(lower > 0)
+        floor = _nth_largest(hit // n_papers, lower[hit], size, n)
+        cand = np.flatnonzero((upper.reshape(size, n_papers) > 0)
+                              & (upper.reshape(size, n_papers) >= (floor - tol)[:, None]))
+        c_row, c_other = np.divmod(cand, n_papers)
+        c_paper = block[c_row]
+        # Exact terms per candidate pair and feature of the paper (a row of "terms").
+        t_len = feat_len[c_paper]
+        t_ptr = np.concatenate([[0], np.cumsum(t_len)])
+        t_slot = _ranges(feat_ptr[c_paper], t_len)
+        t_pair = np.repeat(np.arange(len(cand)), t_len)
+        t_kid = feat_kid[t_slot]
+        wanted = c_other[t_pair] * len(keys) + t_kid
+        at = np.minimum(np.searchsorted(code, wanted), len(code) - 1)
+        common = code[at] == wanted
+        entry = by_code[at]
+        pairs = _ranges(bro_ptr[c_paper], bro_len[c_paper])
+        p_pair = np.repeat(np.arange(len(cand)), bro_len[c_paper])
+        covered = np.bincount(t_ptr[p_pair] + bro_to[pairs],
+                              common[t_ptr[p_pair] + bro_from[pairs]], len(t_pair)) > 0
+        # An inherited concept (in either paper) broader than another shared key is dropped.
+        inherited = (common & post_inherited[entry]) | feat_inherited[t_slot]
+        keep = common & ~(covered & inherited)
+        terms = np.where(keep, np.minimum(np.where(common, post_factor[entry], 0.0),
+                                          feat_factor[t_slot]) * weight[t_kid], 0.0)
+        score = np.bincount(t_pair, terms, len(cand))
+        hit = np.flatnonzero(score > 0)
+        nth = _nth_largest(c_row[hit], score[hit], size, n)
+        near = (score > 0) & (score >= nth[c_row] - tol)
+        # related() sums a pair's weights largest first; one or two terms sum alike in any
+        # order, more are summed again that way so near-ties break as there.
+        for c in np.flatnonzero(near & (np.bincount(t_pair, keep, len(cand)) > 2)):
+            values = terms[t_ptr[c]:t_ptr[c + 1]]
+            score[c] = sum(sorted(values[values > 0].tolist(), reverse=True))
+        chosen = np.flatnonzero(near & (score > 1e-12))
+        chosen = chosen[np.lexsort((id_rank[c_other[chosen]], -score[chosen], c_row[chosen]))]
+        group = c_row[chosen]
+        chosen = chosen[np.arange(len(chosen)) - np.searchsorted(group, group) < n]
+        # The shared features of each chosen pair, named in related()'s order.
+        place = np.full(len(cand), -1, dtype=np.intp)
+        place[chosen] = np.arange(len(chosen))
+        named = _ranges(t_ptr[chosen], t_len[chosen])
+        named = named[keep[named]]
+        named = named[np.lexsort((name_rank[t_kid[named]], -terms[named], place[t_pair[named]]))]
+        counts = np.bincount(place[t_pair[named]], minlength=len(chosen)).tolist()
+        shared = [names[j] for j in t_kid[named].tolist()]
+        at = 0
+        for p, q, s, m in zip(c_paper[chosen].tolist(), c_other[chosen].tolist(),
+                              score[chosen].tolist(), counts, strict=True):
+            out[pids[p]].append((pids[q], s, shared[at:at + m]))
+            at += m
+    return out
+
+
+def _rank(order: list[int]):
+    """The inverse permutation: rank[order[i]] = i."""
+    import numpy as np
+
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    return rank
+
+
+def _ranges(starts, counts):
+    """The ranges [start, start + count) one after another, as one index array.
+
+    >>> _ranges([5, 0], [2, 3]).tolist()
+    [5, 6, 0, 1, 2]
+    """
+    import numpy as np
+
+    counts = np.asarray(counts, dtype=np.intp)
+    ends = np.cumsum(counts)
+    total = int(ends[-1]) if len(ends) else 0
+    return np.repeat(np.asarray(starts, dtype=np.intp) - ends + counts, counts) + np.arange(total)
+
+
+def _nth_largest(group, values, groups: int, n: int):
+    """Per group 0..groups-1, the n-th largest of its ``values`` (0.0 when it has fewer).
+
+    >>> import numpy as np
+    >>> _nth_largest(np.array([0, 0, 1, 0]), np.array([3.0, 1.0, 5.0, 2.0]), 2, 2).tolist()
+    [2.0, 0.0]
+    """
+    import numpy as np
+
+    order = np.lexsort((-values, group))
+    group, values = group[order], values[order]
+    first = np.searchsorted(group, np.arange(groups))
+    enough = np.searchsorted(group, np.arange(groups), side="right") - first >= n
+    out = np.zeros(groups)
+    out[enough] = values[first[enough] + n - 1]
+    return out
 
 
 def _facets(results: list[PaperResult]) -> list[dict]:
@@ -327,8 +526,14 @@ def _layout(graph, communities: list[list[str]],
             start[e] = (radius * math.cos(angle) + r2 * math.cos(a2),
                         radius * math.sin(angle) + r2 * math.sin(a2))
     sub = graph.subgraph(sorted(core))
-    pos = nx.spring_layout(sub, pos={e: start[e] for e in sub}, seed=_SEED, iterations=150,
-                           weight="weight", k=2.0 / math.sqrt(len(sub)), method="force")
+    nodes = list(sub)
+    if len(nodes) == 1:
+        pos = {nodes[0]: (0.0, 0.0)}
+    else:
+        xy = _spring_force(nx.to_numpy_array(sub, weight="weight"),
+                           np.array([start[e] for e in nodes], dtype=float),
+                           k=2.0 / math.sqrt(len(sub)), iterations=150)
+        pos = dict(zip(nodes, nx.rescale_layout(xy, scale=1) + np.zeros(2), strict=True))
     xs = [float(p[0]) for p in pos.values()]
     ys = [float(p[1]) for p in pos.values()]
     cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
@@ -347,21 +552,66 @@ def _layout(graph, communities: list[list[str]],
         angle = k * 2.399963 + 0.5
         r = size[anchor] + size[e] + 18 + 10 * math.sqrt(k)
         out[e] = (out[anchor][0] + r * math.cos(angle), out[anchor][1] + r * math.sin(angle))
-    # Push overlapping discs apart (a few dozen rounds of pairwise separation).
+    # Push overlapping discs apart (a few dozen rounds of pairwise separation). The pair
+    # matrices are indexed [j, i] (other, node) so that summing over axis 0 adds each node's
+    # pushes in j order, as the (n, n, 2) version this replaced did: the same bits, 5× faster.
     names = sorted(out)
-    xy = np.array([out[e] for e in names], dtype=float)
+    x = np.array([out[e][0] for e in names], dtype=float)
+    y = np.array([out[e][1] for e in names], dtype=float)
     rad = np.array([size[e] for e in names], dtype=float) + 3.0
+    reach = rad[None, :] + rad[:, None]
+    eye = np.eye(len(names))
     for _ in range(60):
-        d = xy[:, None, :] - xy[None, :, :]
-        dist = np.sqrt((d ** 2).sum(-1)) + np.eye(len(names))
-        gap = rad[:, None] + rad[None, :] - dist
+        dx, dy = x[None, :] - x[:, None], y[None, :] - y[:, None]
+        dist = np.sqrt(dx * dx + dy * dy) + eye
+        gap = reach - dist
         np.fill_diagonal(gap, 0.0)
         gap = np.clip(gap, 0.0, None)
         if not gap.any():
             break
-        push = (d / dist[:, :, None]) * (gap[:, :, None] / 2)
-        xy += push.sum(1)
-    return {e: (float(x), float(y)) for e, (x, y) in zip(names, xy, strict=True)}
+        half = gap / 2
+        x += np.add.reduce(dx / dist * half, axis=0)
+        y += np.add.reduce(dy / dist * half, axis=0)
+    return {e: (float(a), float(b)) for e, a, b in zip(names, x, y, strict=True)}
+
+
+def _spring_force(adjacency, pos, *, k: float, iterations: int, threshold: float = 1e-4):
+    """networkx's dense spring layout (``spring_layout(method="force")``, its
+    ``_fruchterman_reingold``) with the same arithmetic in the same order, so the same bits,
+    on separate x and y matrices instead of (n, n, 2) arrays: 5× faster.
+
+    Matrices are indexed [j, i] (other node, node): reducing over axis 0 sums each node's
+    forces sequentially in j order, which is how ``einsum("ijk,ij->ik")`` sums them.
+
+    >>> import networkx as nx, numpy as np
+    >>> g = nx.path_graph(5)
+    >>> start = {i: (i / 10, (i * 7 % 5) / 10) for i in g}
+    >>> ref = nx.spring_layout(g, pos=start, k=0.5, iterations=30, method="force")
+    >>> xy = _spring_force(nx.to_numpy_array(g), np.array([start[i] for i in g]), k=0.5,
+    ...                    iterations=30)
+    >>> bool((nx.rescale_layout(xy, scale=1) == np.array([ref[i] for i in g])).all())
+    True
+    """
+    import numpy as np
+
+    n = len(pos)
+    x, y = pos[:, 0].copy(), pos[:, 1].copy()
+    weight = np.ascontiguousarray(adjacency.T)
+    t = max(max(pos.T[0]) - min(pos.T[0]), max(pos.T[1]) - min(pos.T[1])) * 0.1
+    dt = t / (iterations + 1)
+    for _ in range(iterations):
+        dx, dy = x[None, :] - x[:, None], y[None, :] - y[:, None]
+        distance = np.clip(np.sqrt(dx * dx + dy * dy), 0.01, None)
+        force = k * k / distance ** 2 - weight * distance / k
+        fx, fy = np.add.reduce(dx * force, axis=0), np.add.reduce(dy * force, axis=0)
+        step = t / np.clip(np.sqrt(fx * fx + fy * fy), 0.01, None)
+        delta = np.column_stack([fx * step, fy * step])
+        x += delta[:, 0]
+        y += delta[:, 1]
+        t -= dt
+        if np.linalg.norm(delta) / n < threshold:
+            break
+    return np.column_stack([x, y])
 
 
 def _vis_options() -> dict:
