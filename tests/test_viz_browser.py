@@ -206,12 +206,141 @@ def test_a_malicious_abstract_is_shown_as_text_and_never_runs(browser, tmp_path)
     assert page.dialogs == []
     panel = page.evaluate("document.getElementById('kg-panel').textContent")
     assert EVIL_ABSTRACT in panel and EVIL_TITLE in panel
+    # Its node label is drawn on the canvas as the characters of the title.
+    label = next(x for x in page.evaluate("kgViz.labelsShown()") if x["id"] == node)
+    assert label["text"].startswith("<img src=x") and label["full"] == EVIL_TITLE
     tooltip = page.evaluate("document.querySelector('div.vis-tooltip').textContent")
     assert EVIL_TITLE in tooltip
     assert page.evaluate("document.querySelectorAll('img, b, #kg-panel script').length") == 0
     assert page.evaluate("document.scripts.length") == 3
     assert page.errors() == []
     assert page.requests == [out.as_uri()]  # the <img src=x> never loaded
+
+
+# ------------------------------------------- legible labels in the graph, technique and paper views
+
+
+def label_clashes(labels: list[dict], tolerance: float = 0.5) -> list[tuple[str, str]]:
+    """Pairs of label boxes that overlap by more than ``tolerance`` pixels both ways."""
+    return [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:]
+            if min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > tolerance
+            and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > tolerance]
+
+
+def check_labels(page, min_px: int = 12) -> list[dict]:
+    """The labels of the view as drawn: legible, inside the canvas, none on another."""
+    labels = page.evaluate("kgViz.labelsShown()")
+    width, height = page.evaluate("[document.getElementById('kg-network').clientWidth, "
+                                  "document.getElementById('kg-network').clientHeight]")
+    assert labels and all(x["px"] >= min_px for x in labels)
+    assert all(0 <= x["x0"] < x["x1"] <= width and 0 <= x["y0"] < x["y1"] <= height
+               for x in labels)
+    assert label_clashes(labels) == []
+    return labels
+
+
+def test_every_paper_of_the_demo_graph_is_labelled_legibly_and_no_label_lies_on_another(
+        browser, seed_page_file, seed_corpus, tmp_path):
+    page = open_graph(browser, seed_page_file)
+    view = build_view(seed_corpus)
+    labels = check_labels(page)
+    papers = {x["id"] for x in labels if x["kind"] == "paper"}
+    assert papers == {int(k) for k in view.papers}  # all 19, at the first zoom
+    entities = {x["id"] for x in labels if x["kind"] == "entity"}
+    assert len(entities) >= 10
+    # A long name ends in "…" on the canvas; its tooltip has the whole of it.
+    cut = next(x for x in labels if x["text"].endswith("…"))
+    assert cut["full"].startswith(cut["text"][:-1].rstrip())
+    assert cut["full"] in page.evaluate(f"kgViz.nodes.get({cut['id']}).title.textContent")
+    (tmp_path / "demo.png").write_bytes(page.screenshot())
+    # Zoomed in, more entities find room; still legible, still none on another.
+    page.evaluate("kgViz.network.moveTo({scale: kgViz.network.getScale() * 2.5}); "
+                  "kgViz.network.redraw()")
+    zoomed = check_labels(page)
+    assert len({x["id"] for x in zoomed if x["kind"] == "entity"} - entities) >= 5
+    assert page.errors() == []
+    assert page.requests == [seed_page_file.as_uri()]
+
+
+def test_a_window_resized_before_the_reader_moves_the_view_is_fitted_again(
+        browser, seed_page_file, seed_corpus):
+    page = browser.open(seed_page_file.as_uri(), width=1280, height=700)
+    page.wait_for("window.kgViz && window.kgViz.ready")
+    before = page.evaluate("kgViz.network.getScale()")
+    page.send("Emulation.setDeviceMetricsOverride",
+              {"width": 1100, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    page.wait_for(f"kgViz.network.getScale() < {before} * 0.95", timeout=10)
+    browser.pump(0.2)
+    labels = check_labels(page)
+    assert {x["id"] for x in labels if x["kind"] == "paper"} == {
+        int(k) for k in build_view(seed_corpus).papers}
+    assert page.errors() == []
+
+
+def test_the_paper_view_of_the_demo_keeps_its_ring_in_full_view(browser, tmp_path, seed_corpus):
+    out = tmp_path / "paper.html"
+    center = seed_corpus.results[3].paper
+    write_viz(seed_corpus, out, paper=center.id, related=8)
+    page = open_graph(browser, out)
+    labels = check_labels(page)
+    view = build_view(seed_corpus, paper=center.id, related=8)
+    assert {x["id"] for x in labels if x["kind"] == "paper"} == {int(k) for k in view.papers}
+    middle = next(x for x in labels if x["id"] == view.focus)
+    assert middle["px"] >= 15 and middle["text"] == "Rotated Runtime Smooth"
+    # The paper is selected and in the panel, and nothing is dimmed.
+    assert page.evaluate("kgViz.network.getSelectedNodes()") == [view.focus]
+    assert center.label in page.evaluate("document.getElementById('kg-panel').textContent")
+    assert page.evaluate("kgViz.nodes.get({filter: n => n.opacity < 1}).length") == 0
+    assert page.errors() == []
+
+
+@pytest.fixture(scope="module")
+def iclr_quantization(iclr_corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("technique") / "quantization.html"
+    return out, write_viz(iclr_corpus, out, technique="quantization")
+
+
+def test_kg_viz_technique_quantization_on_iclr_labels_every_paper_around_the_technique(
+        browser, iclr_quantization, iclr_corpus, tmp_path):
+    from kg.analysis import shared
+
+    out, summary = iclr_quantization
+    page = open_graph(browser, out)
+    labels = check_labels(page)
+    users = {u.paper.id for u in shared(iclr_corpus, "quantization")}
+    shown = {page.evaluate(f"kgViz.data.papers[{x['id']}].id") for x in labels
+             if x["kind"] == "paper"}
+    assert shown == users and summary.papers == len(users) > 20
+    middle = [x for x in labels if x["text"] == "quantization"]
+    assert len(middle) == 1 and middle[0]["px"] >= 15
+    # The technique sits in the middle of the canvas, its papers' labels to both sides.
+    width = page.evaluate("document.getElementById('kg-network').clientWidth")
+    centre_x = page.evaluate(f"kgViz.network.canvasToDOM(kgViz.network.getPosition("
+                             f"{middle[0]['id']})).x")
+    assert abs(centre_x - width / 2) < width * 0.1
+    sides = [x["x0"] > centre_x for x in labels if x["kind"] == "paper"]
+    assert sides.count(True) - sides.count(False) in (0, 1)
+    (tmp_path / "quantization.png").write_bytes(page.screenshot())
+    assert page.errors() == []
+    assert page.requests == [out.as_uri()]
+
+
+def test_kg_viz_paper_on_iclr_labels_the_paper_and_its_related_papers(
+        browser, iclr_corpus, tmp_path):
+    from kg.analysis import find_paper, related
+
+    out = tmp_path / "lq-lora.html"
+    paper = find_paper(iclr_corpus, "LQ-LoRA")
+    write_viz(iclr_corpus, out, paper=paper.id)
+    page = open_graph(browser, out)
+    labels = check_labels(page)
+    shown = {page.evaluate(f"kgViz.data.papers[{x['id']}].id") for x in labels
+             if x["kind"] == "paper"}
+    assert shown == {paper.id} | {r.paper.id for r in related(iclr_corpus, paper.id, 20)}
+    assert any(x["text"] == "LQ-LoRA" and x["px"] >= 15 for x in labels)
+    (tmp_path / "paper.png").write_bytes(page.screenshot())
+    assert page.errors() == []
+    assert page.requests == [out.as_uri()]
 
 
 # ---------------------------------------------------------------- the technique map (ICLR 2024)

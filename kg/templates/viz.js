@@ -67,9 +67,10 @@
   }
 
   // The network ---------------------------------------------------------------------------
+  // No vis-network labels: the page draws its own (see Labels below). The tooltip holds the
+  // whole name of a node whose label is shortened.
   var nodes = new vis.DataSet(data.nodes.map(function (n) {
-    return {id: n.id, label: n.label, group: n.group, value: n.value, x: n.x, y: n.y,
-            title: tooltip(n.id)};
+    return {id: n.id, group: n.group, value: n.value, x: n.x, y: n.y, title: tooltip(n.id)};
   }));
   var edges = new vis.DataSet(data.edges.map(function (e) {
     var out = {id: e.id, from: e.from, to: e.to};
@@ -79,8 +80,8 @@
     if (e.relation) {
       out.arrows = "to";
       out.dashes = true;
-      out.label = e.predicates.join(", ");
-      out.font = {size: 10, align: "middle"};
+      // No text on the line: it would lie across node labels. The tooltip and the panel name
+      // the relation.
     }
     return out;
   }));
@@ -90,9 +91,192 @@
   var api = {network: network, nodes: nodes, edges: edges, data: data, firstDrawMs: null,
              ready: false, sentence: sentence};
   window.kgViz = api;
+
+  // Labels ----------------------------------------------------------------------------------
+  // Drawn by the page at a fixed size on screen (vis-network's shrink with the zoom until
+  // unreadable): the chosen nodes first, then papers, then entities by their links, each only
+  // where it touches no label drawn before it, so labels never pile up and zooming in makes
+  // room for more. A paper on the ring (kg.viz._ring_layout) is labelled outward from it.
+  var FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif";
+  // Widest label (px) of each tier; a longer one ends in "…" (its tooltip has the whole name).
+  var LABEL_MAX_W = [280, 200, 200];
+  var measure = document.createElement("canvas").getContext("2d");
+  var central = {}, narrower = {};
+  data.centre.forEach(function (id) { central[id] = true; });
+  if (data.focus !== null && data.focus !== undefined) central[data.focus] = true;
+  data.narrower.forEach(function (id) { narrower[id] = true; });
+  function fitWidth(text, font, max) {
+    measure.font = font;
+    if (measure.measureText(text).width <= max) return text;
+    var cut = text;
+    while (cut.length > 1 && measure.measureText(cut + "…").width > max) {
+      cut = cut.slice(0, -1);
+    }
+    return cut.replace(/\s+$/, "") + "…";
+  }
+  var labels = data.nodes.filter(function (n) { return n.label; }).map(function (n) {
+    // Tiers: the chosen paper or technique; papers and the technique's narrower concepts;
+    // the other entities.
+    var tier = central[n.id] ? 0 : isPaper(n.id) || narrower[n.id] ? 1 : 2;
+    var px = [15, 13, 12][tier];
+    var font = (tier === 0 || narrower[n.id] ? "600 " : "") + px + "px " + FONT;
+    var text = fitWidth(n.label, font, LABEL_MAX_W[tier]);
+    measure.font = font;
+    return {id: n.id, tier: tier, value: n.value, side: n.side || "", text: text, px: px,
+            font: font, w: Math.ceil(measure.measureText(text).width) + 2,
+            h: Math.ceil(px * 1.3)};
+  });
+  labels.sort(function (a, b) { return a.tier - b.tier || b.value - a.value || a.id - b.id; });
+  var labelOf = {};
+  labels.forEach(function (l) { labelOf[l.id] = l; });
+
+  // The label's box on screen for a node drawn at p with radius r (px): right of a node on the
+  // ring's right side, left of one on its left side, else centred below the node.
+  function labelBox(l, p, r) {
+    var x0 = l.side === "r" ? p.x + r + 5 : l.side === "l" ? p.x - r - 5 - l.w : p.x - l.w / 2;
+    var y0 = l.side ? p.y - l.h / 2 : p.y + r + 2;
+    return {x0: x0, y0: y0, x1: x0 + l.w, y1: y0 + l.h};
+  }
+  var placed = [];
+  var kept = null;  // while a node is highlighted: its neighbourhood, the only nodes labelled
+  function placeLabels() {
+    var s = network.getScale(), grid = {}, CELL = 64;
+    function cells(b) {
+      var keys = [];
+      for (var gx = Math.floor(b.x0 / CELL); gx <= Math.floor(b.x1 / CELL); gx++) {
+        for (var gy = Math.floor(b.y0 / CELL); gy <= Math.floor(b.y1 / CELL); gy++) {
+          keys.push(gx + "," + gy);
+        }
+      }
+      return keys;
+    }
+    function clashes(b, within, id) {
+      return cells(b).some(function (k) {
+        return (within[k] || []).some(function (o) {
+          return o.id !== id && b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1;
+        });
+      });
+    }
+    // Papers and the chosen nodes are obstacles to entity labels: none is written across them.
+    var discs = {};
+    labels.forEach(function (l) {
+      var node = network.body.nodes[l.id];
+      if (l.tier === 2 || !node || node.options.hidden) return;
+      var p = network.canvasToDOM({x: node.x, y: node.y}), r = node.options.size * s;
+      var b = {x0: p.x - r, y0: p.y - r, x1: p.x + r, y1: p.y + r, id: l.id};
+      cells(b).forEach(function (k) { (discs[k] = discs[k] || []).push(b); });
+    });
+    placed = [];
+    var W = container.clientWidth, H = container.clientHeight;
+    labels.forEach(function (l) {
+      var node = network.body.nodes[l.id];
+      if (!node || node.options.hidden || (kept && !kept[l.id])) return;
+      var b = labelBox(l, network.canvasToDOM({x: node.x, y: node.y}), node.options.size * s);
+      if (b.x0 < 0 || b.y0 < 0 || b.x1 > W || b.y1 > H) return;  // never cut by the edge
+      var keys = cells(b);
+      var clash = clashes(b, grid, -1) || (l.tier === 2 && clashes(b, discs, l.id));
+      if (clash) return;
+      keys.forEach(function (k) { (grid[k] = grid[k] || []).push(b); });
+      placed.push({label: l, box: b});
+    });
+  }
+  network.on("afterDrawing", function (ctx) {
+    placeLabels();
+    var ratio = network.canvas.pixelRatio || 1;
+    ctx.save();
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);  // draw in screen pixels
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    ctx.lineJoin = "round";
+    placed.forEach(function (item) {
+      var b = item.box, y = (b.y0 + b.y1) / 2;
+      ctx.font = item.label.font;
+      ctx.lineWidth = 3;
+      ctx.strokeStyle = "rgba(255,255,255,0.95)";
+      ctx.strokeText(item.label.text, b.x0 + 1, y);
+      ctx.fillStyle = "#111418";
+      ctx.fillText(item.label.text, b.x0 + 1, y);
+    });
+    ctx.restore();
+  });
+  // What is labelled now: boxes in pixels of the canvas, for tests and the curious.
+  api.labelsShown = function () {
+    return placed.map(function (item) {
+      var l = item.label;
+      return {id: l.id, kind: isPaper(l.id) ? "paper" : "entity", text: l.text,
+              full: nodeName(l.id), px: l.px, x0: item.box.x0, y0: item.box.y0,
+              x1: item.box.x1, y1: item.box.y1};
+    });
+  };
+
+  // The first view: the largest zoom (at most 1.5) at which every shown node and its label
+  // fits the canvas, centred.
+  function fitView() {
+    var W = container.clientWidth, H = container.clientHeight, M = 12;
+    var items = data.nodes.filter(function (n) {
+      return !network.body.nodes[n.id].options.hidden;
+    }).map(function (n) {
+      var node = network.body.nodes[n.id];  // where it is now (physics may have moved it)
+      return {x: node.x, y: node.y, r: node.options.size, label: labelOf[n.id] || null};
+    });
+    if (!items.length) return;
+    function extent(s) {
+      var e = {x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity};
+      items.forEach(function (it) {
+        var x = it.x * s, y = it.y * s, r = it.r * s;
+        var boxes = [{x0: x - r, y0: y - r, x1: x + r, y1: y + r}];
+        if (it.label) boxes.push(labelBox(it.label, {x: x, y: y}, r));
+        boxes.forEach(function (b) {
+          e.x0 = Math.min(e.x0, b.x0); e.y0 = Math.min(e.y0, b.y0);
+          e.x1 = Math.max(e.x1, b.x1); e.y1 = Math.max(e.y1, b.y1);
+        });
+      });
+      return e;
+    }
+    function fits(s) {
+      var e = extent(s);
+      return e.x1 - e.x0 <= W - 2 * M && e.y1 - e.y0 <= H - 2 * M;
+    }
+    var lo = 0.01, hi = 1.5;
+    if (fits(hi)) lo = hi;
+    for (var i = 0; i < 40 && lo < hi; i++) {
+      var mid = (lo + hi) / 2;
+      if (fits(mid)) lo = mid; else hi = mid;
+    }
+    var e = extent(lo);
+    network.moveTo({position: {x: (e.x0 + e.x1) / 2 / lo, y: (e.y0 + e.y1) / 2 / lo},
+                    scale: lo, animation: false});
+    fitted = [W, H, lo];
+  }
+  var fitted = null, moved = false;
+  api.fitView = fitView;
+  fitView();
+  // Until the reader moves the view, a canvas that changes size is fitted again.
+  network.on("dragStart", function () { moved = true; });
+  network.on("zoom", function () { moved = true; });
+  network.on("resize", function () {
+    // vis-network restores its own view right after this event: fit once it has.
+    setTimeout(function () {
+      if (moved) return;
+      fitView();
+      network.redraw();
+    }, 0);
+  });
   network.once("afterDrawing", function () {
-    api.firstDrawMs = performance.now() - started;
-    api.ready = true;
+    function ready() {
+      api.firstDrawMs = performance.now() - started;
+      api.ready = true;
+    }
+    // Fitted before the first frame; should the canvas have changed size on it (or the view
+    // been moved), fit again and draw once more.
+    if (fitted && fitted[0] === container.clientWidth && fitted[1] === container.clientHeight &&
+        fitted[2] === network.getScale()) {
+      ready();
+      return;
+    }
+    fitView();
+    network.once("afterDrawing", ready);
+    network.redraw();
   });
 
   // Header ----------------------------------------------------------------------------------
@@ -206,6 +390,7 @@
       var hits = Object.keys(matched).map(Number).filter(function (id) { return !hidden[id]; });
       if (hits.length && hits.length < data.nodes.length) {
         network.fit({nodes: hits, animation: false});
+        moved = true;
       }
     }
   }
@@ -227,7 +412,8 @@
     clearHighlight();
     network.unselectAll();
     showNothing();
-    network.fit({animation: false});
+    moved = false;
+    fitView();
   });
 
   // Neighbourhood highlighting ----------------------------------------------------------------
@@ -239,6 +425,7 @@
       neighbours[id].forEach(function (q) { keep[q] = true; });
     });
     nodes.update(data.nodes.map(function (n) { return {id: n.id, opacity: keep[n.id] ? 1 : 0.15}; }));
+    kept = keep;
     edges.update(data.edges.map(function (e) {
       var on = keep[e.from] && keep[e.to] && (nodeIds.indexOf(e.from) >= 0 ||
                                               nodeIds.indexOf(e.to) >= 0);
@@ -251,6 +438,7 @@
     nodes.update(data.nodes.map(function (n) { return {id: n.id, opacity: 1}; }));
     edges.update(data.edges.map(function (e) { return {id: e.id, color: {opacity: 1}}; }));
     dimmed = false;
+    kept = null;
   }
 
   // Side panel ----------------------------------------------------------------------------------
@@ -332,9 +520,9 @@
     panel.appendChild(evidenceList(e.evidence, 60));
   }
 
-  api.select = function (id) {
+  api.select = function (id, dim) {
     network.selectNodes([id]);
-    highlight([id]);
+    if (dim === false) clearHighlight(); else highlight([id]);
     showNode(id);
   };
   api.showEdge = function (edgeId) {
@@ -357,5 +545,6 @@
   });
 
   updateCounts();
-  if (data.focus !== null && data.focus !== undefined) api.select(data.focus);
+  // The chosen paper or technique opens in the panel; its ring stays in full view (not dimmed).
+  if (data.focus !== null && data.focus !== undefined) api.select(data.focus, false);
 })();

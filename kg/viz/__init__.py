@@ -3,8 +3,10 @@
 Papers and entities are nodes (coloured by type, sized by degree); a paper is linked to each
 entity it mentions, and entity → entity relations (``extends``, ``outperforms``) are arrows.
 Every script and stylesheet is inlined — vis-network comes from the copy pyvis ships — so the
-file makes no network request. The layout is computed here (networkx, fixed seed) and physics
-is off on load, so large graphs open at once and re-runs give a byte-identical file.
+file makes no network request. The layout is computed here (a ring of papers for the focused
+views and small corpora, else networkx with a fixed seed) and physics is off on load, so large
+graphs open at once and re-runs give a byte-identical file. The page draws node labels itself,
+at a fixed size on screen and never over one another (kg/templates/viz.js).
 
 All corpus text travels as JSON inside ``<script type="application/json">`` with ``<``, ``>``
 and ``&`` escaped, and the page puts it on screen only through text nodes, so an abstract
@@ -43,6 +45,12 @@ _SEED = 7
 # so only the entity skeleton is laid out and papers are placed around their entities.
 _FULL_LAYOUT_MAX_NODES = 400
 _CORE = 400  # most nodes one force layout simulates (see _spring)
+# The ring layout (see _ring_layout): for the --technique and --paper views up to
+# _FULL_LAYOUT_MAX_NODES nodes, and for whole corpora up to this many papers; beyond that a ring
+# is too tall for its labels to read at the first zoom and the force layout is used.
+_RING_MAX_PAPERS = 60
+_RING_GAP = 56  # canvas units between two papers on one side of the ring
+_RING_SIZES = (6, 24)  # node radius range (vis "scaling") in ring views: below _RING_GAP / 2
 _TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 # Colour-blind-friendly (Okabe–Ito based) colours per node type; "Paper" first.
@@ -75,6 +83,9 @@ class GraphView:
     techniques: list[dict] = field(default_factory=list)  # filter options
     notice: str = ""
     focus: int | None = None  # node selected on load (the --paper / --technique node)
+    centre: list[int] = field(default_factory=list)  # the ring's centre (the chosen nodes)
+    narrower: list[int] = field(default_factory=list)  # --technique: its narrower concepts
+    ring: bool = False  # laid out as a ring (_ring_layout), each paper with a "side"
 
     def counts(self) -> dict[str, int]:
         """Numbers of nodes, edges, papers and entities in the view."""
@@ -121,6 +132,7 @@ def build_view(
     notes: list[str] = []
     focus_kg: str | None = None
     members: list[str] = []
+    direct: set[str] = set()  # technique members the query names itself (not narrower ones)
     if paper is not None:
         # The same paper lookup and relatedness as `kg related` (kg.analysis).
         from kg.analysis import find_paper
@@ -142,6 +154,7 @@ def build_view(
             raise InputError(f"--technique {technique!r}: no paper in this graph uses it "
                              "(or a narrower concept)")
         members = sorted({u.entity.id for use in uses for u in use.uses})
+        direct = {u.entity.id for use in uses for u in use.uses if u.direct}
         using = {use.paper.id for use in uses}
         chosen = [r for r in results if r.paper.id in using]
         view, title = "technique", f"Papers using {technique}"
@@ -185,7 +198,7 @@ def build_view(
 
     for r in shown:
         p = r.paper
-        idx = add_node("p:" + p.id, shorten(p.label or p.title or p.id, 40), "Paper")
+        idx = add_node("p:" + p.id, paper_name(p.label or p.title or p.id), "Paper")
         g.papers[str(idx)] = {
             "id": p.id, "label": p.label, "title": p.title, "abstract": p.abstract,
             "venue": p.venue, "year": p.year, "url": p.url, "authors": list(p.authors),
@@ -238,6 +251,14 @@ def build_view(
         degree[e["to"]] += 1
     for node in g.nodes:
         node["value"] = degree[node["id"]]
+    if view == "paper":
+        g.centre = [node_of[focus_kg]]
+    elif view == "technique":  # the technique itself; its narrower concepts go inside
+        g.centre = sorted(node_of["e:" + m] for m in direct if "e:" + m in node_of)
+        g.narrower = sorted(node_of["e:" + m] for m in set(members) - direct
+                            if "e:" + m in node_of)
+    g.ring = len(g.nodes) <= _FULL_LAYOUT_MAX_NODES and (
+        view != "corpus" or len(g.papers) <= _RING_MAX_PAPERS)
     for (x, y), node in zip(_layout(g), g.nodes, strict=True):
         node["x"], node["y"] = x, y
     if len(g.nodes) > _FULL_LAYOUT_MAX_NODES:
@@ -253,6 +274,21 @@ def build_view(
         present = [node_of["e:" + m] for m in members if "e:" + m in node_of]
         g.focus = present[0] if len(present) == 1 else None
     return g
+
+
+def paper_name(text: str, limit: int = 40) -> str:
+    """A paper's node label: the name before a colon when its title starts with one (the full
+    text is in the tooltip and the panel), else the text shortened to ``limit`` characters.
+
+    >>> paper_name("LQ-LoRA: Low-rank plus Quantized Matrix Decomposition for Finetuning")
+    'LQ-LoRA'
+    >>> paper_name("On the generalization capacity of neural networks during generic training")
+    'On the generalization capacity of…'
+    """
+    head, colon, _ = text.partition(": ")
+    if colon and 2 <= len(head) <= 32:
+        return head
+    return shorten(text, limit)
 
 
 def _technique_options(g: GraphView) -> list[dict]:
@@ -356,7 +392,8 @@ def _pack_components(graph, unit: float) -> dict[int, tuple[float, float]]:
 def _layout(g: GraphView) -> list[tuple[int, int]]:
     """Integer (x, y) positions for every node, deterministic for a given view.
 
-    Small views: networkx spring layout of each component of the whole graph. Large views:
+    Ring views (``g.ring``: --technique, --paper, small corpora): see _ring_layout. Other small
+    views: networkx spring layout of each component of the whole graph. Large views:
     the same for the entity co-occurrence graph only, then each paper sits near the centroid of
     its entities, papers with the same entities spiralling outwards so none overlap.
     """
@@ -365,6 +402,8 @@ def _layout(g: GraphView) -> list[tuple[int, int]]:
     n = len(g.nodes)
     if n == 0:
         return []
+    if g.ring:
+        return _ring_layout(g)
     if n <= _FULL_LAYOUT_MAX_NODES:
         graph = nx.Graph()
         graph.add_nodes_from(range(n))
@@ -414,8 +453,126 @@ def _layout(g: GraphView) -> list[tuple[int, int]]:
     return [(round(x), round(y)) for x, y in out]
 
 
+def _ring_layout(g: GraphView) -> list[tuple[int, int]]:
+    """Papers on a ring, what they share inside it, the chosen paper or technique at its centre.
+
+    Each side of the ring holds its papers at equal heights (``_RING_GAP`` or more apart), and the
+    page writes a paper's label outward (right of the right side, left of the left side), so no
+    two paper labels can touch. The right side runs down and the left side up through a chain in
+    which each paper is the one left that shares most with the previous (Jaccard over their
+    entities; ties by node id): papers that share sit side by side. An entity sits toward the
+    mean direction of its papers, nearer the centre the more widely they are spread (an entity
+    of one paper sits just inside it), and overlapping nodes are then pushed apart.
+
+    >>> from kg.pipeline import load_corpus
+    >>> view = build_view(load_corpus(["examples/iclr2025-seed.txt"]))
+    >>> sides = [n["side"] for n in view.nodes if n["group"] == "Paper"]
+    >>> view.ring, sides.count("r"), sides.count("l")
+    (True, 10, 9)
+    """
+    import numpy as np
+
+    n = len(g.nodes)
+    links: dict[int, set[int]] = {i: set() for i in range(n)}
+    for e in g.edges:
+        links[e["from"]].add(e["to"])
+        links[e["to"]].add(e["from"])
+    centre = list(g.centre)
+    order = _chain(sorted(int(k) for k in g.papers if int(k) not in g.centre), links)
+    right, left = order[:(len(order) + 1) // 2], order[(len(order) + 1) // 2:]
+    # Taller than wide, as the labels beside the ring take most of a page's width: at least
+    # _RING_GAP between papers, more when there are few.
+    half_w = max(0.42 * (len(right) + 1) * _RING_GAP / 2, 3 * _RING_GAP)
+    half_h = max((len(right) + 1) * _RING_GAP / 2, 2.6 * half_w)
+    gap = 2 * half_h / (len(right) + 1)
+    pos: dict[int, tuple[float, float]] = {}
+    for side, members, sign in (("r", right, 1.0), ("l", left[::-1], -1.0)):
+        for j, i in enumerate(members):  # top to bottom
+            y = (j - (len(members) - 1) / 2) * gap
+            pos[i] = (sign * half_w * math.sqrt(1 - (y / half_h) ** 2), y)
+            g.nodes[i]["side"] = side
+    on_ring = set(pos)
+    for k, i in enumerate(centre):
+        angle = 2 * math.pi * k / len(centre) - math.pi / 2
+        spread = 0.25 * half_w if len(centre) > 1 else 0.0
+        pos[i] = (spread * math.cos(angle), spread * math.sin(angle))
+    inner = [i for i in range(n) if i not in pos]
+    crowd: Counter[tuple[int, int]] = Counter()
+    for i in inner:
+        vx = vy = 0.0
+        for j in links[i]:  # a link to the centre or another entity pulls toward the middle
+            if j in on_ring:
+                ux, uy = pos[j][0] / half_w, pos[j][1] / half_h
+                norm = math.hypot(ux, uy)
+                vx, vy = vx + ux / norm, vy + uy / norm
+        spread = math.hypot(vx, vy) / max(1, len(links[i]))
+        angle = math.atan2(vy, vx) if spread > 1e-9 else _jitter(str(i))
+        rho = 0.25 + 0.55 * spread
+        x, y = half_w * rho * math.cos(angle), half_h * rho * math.sin(angle)
+        # Entities of the same papers land on one spot: a golden-angle spiral parts them.
+        cell = (round(x), round(y))
+        k = crowd[cell]
+        crowd[cell] += 1
+        pos[i] = (x + 18 * math.sqrt(k) * math.cos(k * 2.399963),
+                  y + 18 * math.sqrt(k) * math.sin(k * 2.399963))
+    # Push overlapping discs inside the ring apart (the centre stays put; papers on the ring
+    # take no part), keeping them inside it.
+    xy = np.array([pos[i] for i in range(n)], dtype=float)
+    movable = np.isin(np.arange(n), inner)
+    inside = ~np.isin(np.arange(n), sorted(on_ring))
+    both = inside[:, None] & inside[None, :]
+    lo, hi = _size_range(g)
+    radius = _node_radii(g, lo, hi) + 8.0
+    for _ in range(80 if inner else 0):
+        d = xy[:, None, :] - xy[None, :, :]
+        dist = np.sqrt((d ** 2).sum(-1)) + np.eye(n)
+        overlap = np.where(both, radius[:, None] + radius[None, :] - dist, 0.0)
+        np.fill_diagonal(overlap, 0.0)
+        overlap = np.clip(overlap, 0.0, None)
+        if not overlap.any():
+            break
+        push = ((d / dist[:, :, None]) * (overlap[:, :, None] / 2)).sum(1)
+        xy[movable] += push[movable]
+        rho = np.hypot(xy[:, 0] / half_w, xy[:, 1] / half_h)
+        out = movable & (rho > 0.85)
+        xy[out] *= (0.85 / rho[out])[:, None]
+    return [(round(float(x)), round(float(y))) for x, y in xy]
+
+
+def _chain(papers: list[int], links: dict[int, set[int]]) -> list[int]:
+    """Papers in an order where each is the one left sharing most with the previous.
+
+    >>> _chain([1, 2, 3], {1: {7}, 2: {8, 9}, 3: {7, 9}})
+    [2, 3, 1]
+    """
+    if not papers:
+        return []
+    order = [min(papers, key=lambda i: (-len(links[i]), i))]
+    left = set(papers) - set(order)
+    while left:
+        last = links[order[-1]]
+        order.append(min(left, key=lambda i: (
+            -len(last & links[i]) / max(1, len(last | links[i])), i)))
+        left.remove(order[-1])
+    return order
+
+
+def _size_range(g: GraphView) -> tuple[int, int]:
+    """Smallest and largest node radius (vis-network ``scaling``): smaller on a ring."""
+    return _RING_SIZES if g.ring else (8, 40)
+
+
+def _node_radii(g: GraphView, lo: float, hi: float):
+    """Each node's radius as vis-network sizes it from its value (``lo`` to ``hi``)."""
+    import numpy as np
+
+    values = np.array([float(node["value"]) for node in g.nodes])
+    if not len(values) or values.max() == values.min():
+        return np.full(len(values), (lo + hi) / 2)
+    return lo + (values - values.min()) / (values.max() - values.min()) * (hi - lo)
+
+
 def _vis_options(g: GraphView) -> dict:
-    small = len(g.nodes) <= _FULL_LAYOUT_MAX_NODES
     groups = {t: {"color": {"background": c, "border": c,
                             "highlight": {"background": c, "border": "#222222"},
                             "hover": {"background": c, "border": "#222222"}},
@@ -424,14 +581,10 @@ def _vis_options(g: GraphView) -> dict:
     return {
         "autoResize": True,
         "groups": groups,
+        # Node labels are drawn by the page (viz.js) at a fixed on-screen size, never over
+        # each other; vis-network draws none.
         "nodes": {
-            "font": {"size": 14, "face": "system-ui, sans-serif", "color": "#1b1f24",
-                     "strokeWidth": 3, "strokeColor": "#ffffff"},
-            # Labels grow with degree and are drawn once legible at the current zoom, so a big
-            # graph stays readable: zoom in and the smaller labels appear.
-            "scaling": {"min": 8, "max": 40,
-                        "label": {"enabled": True, "min": 12, "max": 30,
-                                  "drawThreshold": 5 if small else 8, "maxVisible": 36}},
+            "scaling": dict(zip(("min", "max"), _size_range(g), strict=True)),
             "borderWidth": 1,
         },
         "edges": {"color": {"color": "#b8bec7", "highlight": "#3b4652", "hover": "#3b4652",
@@ -491,6 +644,7 @@ def render_html(g: GraphView) -> str:
     vis_js, vis_css = _vis_assets()
     payload = {
         "title": g.title, "view": g.view, "notice": g.notice, "focus": g.focus,
+        "centre": g.centre, "narrower": g.narrower, "ring": g.ring,
         "options": net.options, "nodes": net.nodes, "edges": g.edges, "papers": g.papers,
         "entities": g.entities, "techniques": g.techniques,
         "types": [{"type": t, "color": c} for t, c in TYPE_COLORS.items()],
