@@ -255,6 +255,13 @@ def concept_rows(corpus: Corpus, vocabulary=None) -> tuple[list[dict], list[dict
         if entity.concept:
             used.add(entity.concept)
             used.update(vocabulary.ancestors(entity.concept))
+    return _concept_rows(used, vocabulary)
+
+
+def _concept_rows(used: Iterable[str], vocabulary) -> tuple[list[dict], list[dict]]:
+    """Rows for the concepts ``used`` (a closed set: every ancestor included) and BROADER
+    rows between them."""
+    used = set(used)
     concepts, broader = [], []
     for iri in sorted(used):
         concept = vocabulary.concepts.get(iri)
@@ -275,8 +282,11 @@ class Batch:
     index: int
     papers: list[str]
     statements: list[tuple[str, list[dict]]] = field(default_factory=list)
+    what: str = ""  # what a batch without papers writes ("concepts", "orphans")
 
     def describe(self) -> str:
+        if not self.papers:
+            return f"the {self.what or 'schema'} transaction"
         first, last = self.papers[0], self.papers[-1]
         span = first if first == last else f"{first} … {last}"
         return f"batch {self.index + 1} ({len(self.papers)} papers: {span})"
@@ -347,6 +357,7 @@ class LoadReport:
     concepts: int = 0
     relations: int = 0
     batches: int = 0
+    transactions: int = 0  # committed, the concepts' included
     nodes_created: int = 0
     relationships_created: int = 0
     retried: list[str] = field(default_factory=list)
@@ -379,12 +390,46 @@ def _run_batch(session, statements: Iterable[tuple[str, list[dict]]], timeout: f
                 created_nodes += counters.nodes_created
                 created_rels += counters.relationships_created
         tx.commit()
+        report.transactions += 1
     except BaseException:
         if not tx.closed():
             tx.close()  # rolls back: nothing of this batch stays
         raise
     report.nodes_created += created_nodes
     report.relationships_created += created_rels
+
+
+def _commit_batches(session, batches: Iterable[Batch], conn: Connection,
+                    tx_timeout: float | None, report: LoadReport,
+                    on_retry: Callable[[Batch, BaseException], None] | None,
+                    on_batch: Callable[[Batch], None] | None, rerun: str) -> None:
+    """Commit each batch in its own transaction; a failed one is rolled back and retried once,
+    a second failure raises ServiceError naming it (``rerun`` says what to do then)."""
+    import neo4j.exceptions as nx
+
+    committed = 0
+    for batch in batches:
+        try:
+            _run_batch(session, batch.statements, tx_timeout, report)
+        except (nx.Neo4jError, nx.DriverError, OSError) as first:
+            if isinstance(first, nx.AuthError):
+                raise service_error(first, conn) from first
+            report.retried.append(batch.describe())
+            if on_retry:
+                on_retry(batch, first)
+            time.sleep(0.5)
+            try:
+                _run_batch(session, batch.statements, tx_timeout, report)
+            except (nx.Neo4jError, nx.DriverError, OSError) as second:
+                raise ServiceError(
+                    f"Neo4j at {conn.uri} rejected {batch.describe()} twice "
+                    f"({_first_line(second)}); it was rolled back, {committed} "
+                    f"earlier paper(s) stay committed; {rerun}") from second
+        committed += len(batch.papers)
+        if batch.papers:
+            report.batches += 1
+        if on_batch:
+            on_batch(batch)
 
 
 def load(corpus: Corpus, conn: Connection, *, papers_per_batch: int = DEFAULT_BATCH_PAPERS,
@@ -420,29 +465,8 @@ def load(corpus: Corpus, conn: Connection, *, papers_per_batch: int = DEFAULT_BA
                            tx_timeout, report)
             except (nx.Neo4jError, nx.DriverError, OSError) as exc:
                 raise service_error(exc, conn) from exc
-            committed = 0
-            for batch in batches:
-                try:
-                    _run_batch(session, batch.statements, tx_timeout, report)
-                except (nx.Neo4jError, nx.DriverError, OSError) as first:
-                    if isinstance(first, nx.AuthError):
-                        raise service_error(first, conn) from first
-                    report.retried.append(batch.describe())
-                    if on_retry:
-                        on_retry(batch, first)
-                    time.sleep(0.5)
-                    try:
-                        _run_batch(session, batch.statements, tx_timeout, report)
-                    except (nx.Neo4jError, nx.DriverError, OSError) as second:
-                        raise ServiceError(
-                            f"Neo4j at {conn.uri} rejected {batch.describe()} twice "
-                            f"({_first_line(second)}); it was rolled back, {committed} "
-                            "earlier paper(s) stay committed; re-run the load (it MERGEs, "
-                            "so nothing is duplicated)") from second
-                committed += len(batch.papers)
-                report.batches += 1
-                if on_batch:
-                    on_batch(batch)
+            _commit_batches(session, batches, conn, tx_timeout, report, on_retry, on_batch,
+                            "re-run the load (it MERGEs, so nothing is duplicated)")
     finally:
         if own_driver:
             driver.close()
