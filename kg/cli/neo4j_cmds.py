@@ -59,9 +59,15 @@ def neo4j() -> None:
 def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
     """MERGE papers, entities, concepts and relations into Neo4j.
 
-    INPUT is raw papers (any format kg reads), an extraction JSONL, or a `kg build` output
+    INPUT is raw papers (any format kg reads), an extraction JSONL, or a `kg build` project
     directory. Loading again adds nothing; loading another corpus merges shared entities.
     Constraints and indexes are created first.
+
+    A project directory (one INPUT, built by `kg build -o DIR`) is loaded as a delta: only
+    the papers added, changed or removed since the last load into the same URI and database
+    (recorded in DIR/.kg/neo4j-loads.json) are written, and entities no paper supports any
+    more are deleted. Without a record, or when the database no longer matches it (cleared,
+    loaded by someone else), it gets a full load, and says so.
 
     \b
     Examples:
@@ -70,8 +76,9 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
     """
     import contextlib
 
-    from kg.neo4j_store import connect, load
+    from kg.neo4j_store import connect, load, load_project
     from kg.pipeline import load_corpus
+    from kg.project import is_project, open_project
 
     tty = show_progress()
     if tty:
@@ -81,24 +88,35 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
     # Server and password are checked before the (long) reading and extraction, not after.
     driver = connect(conn)
     try:
-        notices: list[str] = []
-        corpus = load_corpus(inputs, strict=strict, workers=workers, progress=tty,
-                             options=ingest, notices=notices)
-        report_skips(corpus, notices)
-
         def on_retry(batch, exc) -> None:
             click.echo(f"warning: {batch.describe()} failed ({exc}); retrying once", err=True)
 
         with contextlib.ExitStack() as stack:
-            on_batch = None
-            if tty:
-                bar = stack.enter_context(Progress(len(corpus), "loading into Neo4j"))
+            bar = None
 
-                def on_batch(batch) -> None:
+            def on_plan(n_papers: int) -> None:
+                nonlocal bar
+                if tty and n_papers:
+                    bar = stack.enter_context(Progress(n_papers, "loading into Neo4j"))
+
+            def on_batch(batch) -> None:
+                if bar is not None:
                     bar.update(len(batch.papers))
 
-            report = load(corpus, conn, papers_per_batch=batch_size, tx_timeout=tx_timeout,
-                          on_retry=on_retry, on_batch=on_batch, driver=driver)
+            if len(inputs) == 1 and is_project(inputs[0]):
+                report = load_project(open_project(inputs[0]), conn,
+                                      papers_per_batch=batch_size, tx_timeout=tx_timeout,
+                                      on_retry=on_retry, on_batch=on_batch, on_plan=on_plan,
+                                      driver=driver)
+            else:
+                notices: list[str] = []
+                corpus = load_corpus(inputs, strict=strict, workers=workers, progress=tty,
+                                     options=ingest, notices=notices)
+                report_skips(corpus, notices)
+                on_plan(len(corpus))
+                report = load(corpus, conn, papers_per_batch=batch_size,
+                              tx_timeout=tx_timeout, on_retry=on_retry, on_batch=on_batch,
+                              driver=driver)
     finally:
         driver.close()
     click.echo(report.summary())
