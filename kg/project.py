@@ -591,8 +591,7 @@ def _write_generation(root: Path, gen: Path, corpus: Corpus, keys: dict[str, str
         n_triples = _store_delta(previous, gen / "store", corpus, vocab, current,
                                  paper_digests, entity_digests, concepts)
     else:
-        n_triples = _store_full(gen / "store", triples if triples is not None
-                                else rdf.corpus_triples(corpus, vocab))
+        n_triples = _store_full(gen / "store", corpus, vocab, triples)
     step("query index")
     _write_index(gen / "index.sqlite", corpus, vocab)
     record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
@@ -663,17 +662,36 @@ def _prune(meta: Path, cache: _Cache, manifest: Manifest, previous: Manifest | N
 # ------------------------------------------------------------------ the RDF store
 
 
-def _store_full(path: Path, triples: list) -> int:
+def _store_full(path: Path, corpus: Corpus, vocab, triples: list | None) -> int:
+    """A new store holding the corpus graph, bulk-loaded from N-Triples streamed through a
+    temporary file: neither the whole text nor (without ``triples``) the list of triples is
+    ever held in memory."""
     import pyoxigraph as ox
 
-    from kg.rdf import triples_to_ntriples
+    from kg import rdf
 
+    def chunks():
+        if triples is not None:
+            for i in range(0, len(triples), 50_000):
+                yield triples[i:i + 50_000]
+            return
+        results = corpus.results
+        for i in range(0, len(results), 500):
+            yield rdf.partial_triples(corpus, results[i:i + 500], (), (), vocab)
+        yield rdf.partial_triples(corpus, (), corpus.entities.values(),
+                                  sorted(rdf.concepts_described(corpus, vocab)), vocab)
+
+    text = path.parent / "store.nt"
+    with text.open("w", encoding="utf-8", newline="") as fh:
+        for chunk in chunks():
+            fh.write("".join(f"{s} {p} {o} .\n" for s, p, o in chunk))
     store = ox.Store(str(path))
-    store.bulk_load(input=triples_to_ntriples(triples).encode("utf-8"),
-                    format=ox.RdfFormat.N_TRIPLES)
+    store.bulk_load(path=str(text), format=ox.RdfFormat.N_TRIPLES)
     store.flush()
+    text.unlink()
+    size = len(store)
     del store
-    return len(triples)
+    return size
 
 
 def _store_delta(previous: Path, path: Path, corpus: Corpus, vocab, current: Manifest,
