@@ -606,7 +606,8 @@ def _write_json(path: Path, data: object) -> None:
     from kg.exports import replacing
 
     with replacing(path) as tmp:
-        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        # Not indented: only then does json use its C encoder (0.4 s less on a conference).
+        tmp.write_text(json.dumps(data, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _commit(meta: Path, name: str) -> None:
