@@ -39,6 +39,7 @@ of the final set gives.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -422,8 +423,8 @@ def _update(root: Path, target_of: Callable, **options: Any) -> Outcome:
     except sqlite3.Error as exc:  # e.g. "database or disk is full"
         raise ProjectError(f"{root / META / 'cache.sqlite'}: {exc}; free some space or fix "
                            "the permissions, then run the command again") from exc
-    except OSError as exc:  # the RocksDB store reports a full disk as a plain OSError
-        if exc.errno is None and "No space" in str(exc):
+    except OSError as exc:  # written by the store or a temporary file, not via replacing()
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space" in str(exc):
             raise ProjectError(f"{root}: No space left on device ({exc}); free some space "
                                "and run the command again") from exc
         raise
@@ -476,8 +477,12 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             if gen.exists():  # left by a build that was killed before it committed
                 shutil.rmtree(gen)
             gen.mkdir()
-            manifest = _write_generation(root, gen, corpus, keys, failed, pipeline, asked,
-                                         chosen, current, number, inputs, step)
+            try:
+                manifest = _write_generation(root, gen, corpus, keys, failed, pipeline, asked,
+                                             chosen, current, number, inputs, step)
+            except BaseException:  # a failed generation is never left for a reader to find
+                shutil.rmtree(gen, ignore_errors=True)
+                raise
             _commit(meta, gen.name)
             _publish(root, gen, manifest.written)
             _prune(meta, cache, manifest, current)
