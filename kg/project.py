@@ -380,6 +380,7 @@ class Outcome:
     changed: tuple[str, ...] = ()  # papers whose content changed
     written: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
+    shared: tuple = ()  # (Entity, papers) of techniques shared by 2+ papers, most first
 
     @property
     def noop(self) -> bool:
@@ -389,14 +390,14 @@ class Outcome:
 def build(directory: str | Path, papers: Sequence[Paper], **options: Any) -> Outcome:
     """Make the project at ``directory`` hold exactly ``papers`` (extracting only what is new
     or changed; papers no longer given are removed)."""
-    return _update(Path(directory), lambda current, cached: {p.id: p for p in papers},
+    return _update(Path(directory), lambda current: {p.id: p for p in papers},
                    fresh=papers, **options)
 
 
 def add(directory: str | Path, papers: Sequence[Paper], **options: Any) -> Outcome:
     """Add ``papers`` to the project (a paper with an id already there replaces it)."""
-    def target(current: Mapping[str, str], cached: Callable[[], dict[str, Paper]]):
-        return {**cached(), **{p.id: p for p in papers}}
+    def target(current: Mapping[str, str]) -> dict[str, Paper | str]:
+        return {**current, **{p.id: p for p in papers}}
 
     return _update(Path(directory), target, fresh=papers, **options)
 
@@ -405,14 +406,14 @@ def remove(directory: str | Path, ids: Iterable[str], **options: Any) -> Outcome
     """Remove the papers ``ids`` with every fact and every entity no other paper supports."""
     ids = list(dict.fromkeys(ids))
 
-    def target(current: Mapping[str, str], cached: Callable[[], dict[str, Paper]]):
+    def target(current: Mapping[str, str]) -> dict[str, Paper | str]:
         unknown = [i for i in ids if i not in current]
         if unknown:
             raise InputError(f"{len(unknown)} id(s) not in {directory}: "
                              + ", ".join(unknown[:10])
                              + " (`kg techniques`/`kg shared` list paper ids)")
         gone = set(ids)
-        return {pid: p for pid, p in cached().items() if pid not in gone}
+        return {pid: key for pid, key in current.items() if pid not in gone}
 
     return _update(Path(directory), target, fresh=(), must_exist=True, **options)
 
@@ -452,14 +453,15 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
         before = current.formats if current else ("auto",)
         asked = _asked(formats, before)
         with _Cache(meta / "cache.sqlite") as cache:
-            def cached() -> dict[str, Paper]:
-                if current is None:
-                    return {}
-                found = cache.get(list(current.papers.values()))
-                return {pid: found[key][0] for pid, key in current.papers.items()}
-
-            target: dict[str, Paper] = target_of(current.papers if current else {}, cached)
-            keys = {pid: paper_key(p, pipeline) for pid, p in sorted(target.items())}
+            # A paper kept from the current generation is its content key: its Paper is read
+            # from the cache only when the pipeline changed (the key changes with it).
+            target: dict[str, Paper | str] = target_of(current.papers if current else {})
+            if current is not None and current.pipeline != pipeline:
+                kept = cache.get([k for k in target.values() if isinstance(k, str)])
+                target = {pid: kept[p][0] if isinstance(p, str) else p
+                          for pid, p in target.items()}
+            keys = {pid: p if isinstance(p, str) else paper_key(p, pipeline)
+                    for pid, p in sorted(target.items())}
             if not keys:
                 raise InputError("no papers would be left; a project needs at least one")
             chosen = _choose(asked, len(keys))
@@ -468,6 +470,12 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                 return Outcome(None, current.counts, 0, notices=_format_notice(asked, chosen))
             missing = cache.missing(keys.values())
             todo = [target[pid] for pid in keys if keys[pid] in missing]
+            lost = sorted(pid for pid in keys if keys[pid] in missing
+                          and isinstance(target[pid], str))
+            if lost:
+                raise ProjectError(f"{meta / 'cache.sqlite'}: lost the extraction of "
+                                   f"{len(lost)} paper(s) ({', '.join(lost[:5])}); run "
+                                   f"`kg build INPUT... -o {root}` with all the inputs")
             _extract(cache, todo, pipeline, workers, on_progress, trained_model)
             step(f"resolving entities across {len(keys):,} papers")
             fresh_by_id = {p.id: p for p in fresh}
@@ -478,8 +486,8 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                 shutil.rmtree(gen)
             gen.mkdir()
             try:
-                manifest = _write_generation(root, gen, corpus, keys, failed, pipeline, asked,
-                                             chosen, current, number, inputs, step)
+                manifest, shared = _write_generation(root, gen, corpus, keys, failed, pipeline,
+                                                     asked, chosen, current, number, inputs, step)
             except BaseException:  # a failed generation is never left for a reader to find
                 shutil.rmtree(gen, ignore_errors=True)
                 raise
@@ -492,7 +500,8 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                        removed=tuple(sorted(old - set(keys))),
                        changed=tuple(sorted(pid for pid in old & set(keys)
                                             if current.papers[pid] != keys[pid])),
-                       written=manifest.written, notices=_format_notice(asked, chosen))
+                       written=manifest.written, notices=_format_notice(asked, chosen),
+                       shared=shared)
 
 
 def _asked(formats: Sequence[str] | None, before: tuple[str, ...]) -> tuple[str, ...]:
@@ -577,7 +586,8 @@ def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
 def _write_generation(root: Path, gen: Path, corpus: Corpus, keys: dict[str, str],
                       failed: dict[str, str], pipeline: str, asked: tuple[str, ...],
                       chosen: tuple[str, ...], current: Manifest | None, number: int,
-                      inputs: Sequence[str | Path], step: Callable[[str], None]) -> Manifest:
+                      inputs: Sequence[str | Path], step: Callable[[str], None]
+                      ) -> tuple[Manifest, tuple]:
     from kg import rdf
     from kg.exports import write_exports
     from kg.vocab import load_vocabulary
@@ -598,13 +608,13 @@ def _write_generation(root: Path, gen: Path, corpus: Corpus, keys: dict[str, str
     else:
         n_triples = _store_full(gen / "store", corpus, vocab, triples)
     step("query index")
-    _write_index(gen / "index.sqlite", corpus, vocab)
+    counts = _write_index(gen / "index.sqlite", corpus, vocab)
     record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
                            triples=triples, n_triples=n_triples)
     manifest = Manifest(number, pipeline, keys, asked, tuple(sorted(record.files)),
                         dict(record.counts), paper_digests, entity_digests, concepts, failed)
     _write_json(gen / "manifest.json", manifest.as_dict())
-    return manifest
+    return manifest, tuple((e, n) for e, n in counts if n >= 2)
 
 
 def _write_json(path: Path, data: object) -> None:
@@ -777,10 +787,11 @@ _TABLES = ("papers", "entities", "features", "postings", "factors", "entity_pape
 _PAIR_TABLES = ("evidence", "confidence")
 
 
-def _write_index(path: Path, corpus: Corpus, vocab) -> None:
+def _write_index(path: Path, corpus: Corpus, vocab) -> list:
+    """Write the query index; returns the technique counts it stores."""
     from collections import defaultdict
 
-    from kg.analysis import build_index
+    from kg.analysis import TECHNIQUE_TYPES, build_index, result_key
     from kg.model import PaperResult
 
     index = build_index(corpus, vocab)
@@ -807,10 +818,12 @@ def _write_index(path: Path, corpus: Corpus, vocab) -> None:
         db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB)")
         db.executemany("INSERT INTO meta VALUES (?, ?)", [
             ("texts", pickle.dumps(index.texts, 5)), ("vocab", pickle.dumps(vocab, 5))])
+        slow = _slow_results(index)
         db.execute("CREATE TABLE results (k TEXT PRIMARY KEY, v BLOB)")
         db.executemany("INSERT INTO results VALUES (?, ?)",
-                       ((k, pickle.dumps(v, 5)) for k, v in _slow_results(index).items()))
+                       ((k, pickle.dumps(v, 5)) for k, v in slow.items()))
     db.close()
+    return slow[result_key("technique_counts", TECHNIQUE_TYPES)]
 
 
 def _slow_results(index) -> dict[str, object]:

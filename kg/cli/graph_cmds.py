@@ -72,8 +72,6 @@ def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(),
 
 
 def _summary(outcome, out_dir: Path, top: int, skipped: int) -> None:
-    from kg import analysis
-
     echo = click.echo
     counts = outcome.counts
     if outcome.noop:
@@ -94,7 +92,7 @@ def _summary(outcome, out_dir: Path, top: int, skipped: int) -> None:
          + (" (" + ", ".join(f"{p} {n}" for p, n in sorted(predicates.items())) + ")"
             if predicates else ""))
     if top:
-        shared = analysis.top_shared_techniques(corpus, top)
+        shared = outcome.shared[:top]
         echo("most shared techniques: " + (", ".join(f"{e.name} ({n} papers)" for e, n in shared)
                                            or "none used by two or more papers"))
     echo(f"skipped records: {skipped}")
