@@ -139,6 +139,18 @@ def _modifiers_ok(words: list[str]) -> bool:
     return not (last.endswith("s") and not last.endswith(("ics", "ss", "us", "series", "sis")))
 
 
+def recurring_keys(ex: Extraction) -> set[str]:
+    """The term keys ``ex`` counts for (once per paper, whether kept there or pending)."""
+    keys = {match_key(c.span.text) for c in ex.pending}
+    keys |= {match_key(c.span.text) for c in ex.candidates if c.rule == "term"}
+    return keys
+
+
+def keepable(c: Candidate) -> bool:
+    """Whether a pending term may be kept at all (a weak head never is)."""
+    return c.span.text.rsplit(" ", 1)[-1].lower() not in _WEAK_HEADS
+
+
 def promote_recurring(extractions: Sequence[Extraction]) -> list[Extraction]:
     """Keep each pending term that another paper of the run uses too (pure, order-free).
 
@@ -147,30 +159,29 @@ def promote_recurring(extractions: Sequence[Extraction]) -> list[Extraction]:
     """
     papers_with: Counter[str] = Counter()
     for ex in extractions:
-        keys = {match_key(c.span.text) for c in ex.pending}
-        keys |= {match_key(c.span.text) for c in ex.candidates if c.rule == "term"}
-        papers_with.update(keys)
-    out = []
-    for ex in extractions:
-        keep = [c for c in ex.pending if papers_with[match_key(c.span.text)] >= 2
-                and c.span.text.rsplit(" ", 1)[-1].lower() not in _WEAK_HEADS]
-        if not keep:
-            out.append(replace(ex, pending=()) if ex.pending else ex)
+        papers_with.update(recurring_keys(ex))
+    return [promote(ex, [i for i, c in enumerate(ex.pending)
+                         if papers_with[match_key(c.span.text)] >= 2 and keepable(c)])
+            for ex in extractions]
+
+
+def promote(ex: Extraction, kept: Sequence[int]) -> Extraction:
+    """``ex`` with its pending terms ``kept`` (indices, in order) made candidates."""
+    if not kept:
+        return replace(ex, pending=()) if ex.pending else ex
+    candidates = list(ex.candidates)
+    links = list(ex.links)
+    linked: set[str] = set()
+    for c in (ex.pending[i] for i in kept):
+        candidates.append(c)
+        key = match_key(c.span.text)
+        if key in linked:
             continue
-        candidates = list(ex.candidates)
-        links = list(ex.links)
-        linked: set[str] = set()
-        for c in keep:
-            candidates.append(c)
-            key = match_key(c.span.text)
-            if key in linked:
-                continue
-            linked.add(key)
-            sentence = sentence_at(ex, c.span.start)
-            window = ex.paper.text[max(sentence.start, c.span.start - 80):c.span.start]
-            negated = NOT_USED_BEFORE.search(window) is not None
-            predicate = "mentions" if negated else PREDICATE_FOR_TYPE[c.type]
-            links.append(Link(None, predicate, len(candidates) - 1, sentence,
-                              f"{predicate}:recurring-term", TERM_CONFIDENCE))
-        out.append(replace(ex, candidates=tuple(candidates), links=tuple(links), pending=()))
-    return out
+        linked.add(key)
+        sentence = sentence_at(ex, c.span.start)
+        window = ex.paper.text[max(sentence.start, c.span.start - 80):c.span.start]
+        negated = NOT_USED_BEFORE.search(window) is not None
+        predicate = "mentions" if negated else PREDICATE_FOR_TYPE[c.type]
+        links.append(Link(None, predicate, len(candidates) - 1, sentence,
+                          f"{predicate}:recurring-term", TERM_CONFIDENCE))
+    return replace(ex, candidates=tuple(candidates), links=tuple(links), pending=())
