@@ -121,24 +121,29 @@ class Manifest:
     formats: tuple[str, ...]  # as asked ("auto", or names of FORMATS)
     written: tuple[str, ...]  # the export files this generation has
     counts: dict[str, int]
-    paper_digests: dict[str, str] = field(default_factory=dict)  # of each PaperResult
+    paper_digests: dict[str, str] = field(default_factory=dict)  # what its facts derive from
     entity_digests: dict[str, str] = field(default_factory=dict)  # of each Entity
     concepts: tuple[str, ...] = ()  # concept IRIs the store describes
     failed: dict[str, str] = field(default_factory=dict)  # paper id → why extraction failed
+    # Entity → entity relations (subject, predicate, object ids) the store holds; None in a
+    # manifest from before they were recorded (the store is then scanned for them).
+    links: tuple[tuple[str, str, str], ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "version": FORMAT_VERSION, "generation": self.generation,
                 "pipeline": self.pipeline, "formats": list(self.formats),
                 "written": list(self.written), "counts": self.counts, "papers": self.papers,
                 "failed": self.failed, "paper_digests": self.paper_digests,
-                "entity_digests": self.entity_digests, "concepts": list(self.concepts)}
+                "entity_digests": self.entity_digests, "concepts": list(self.concepts),
+                "links": None if self.links is None else [list(t) for t in self.links]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
         return cls(int(data["generation"]), str(data["pipeline"]), dict(data["papers"]),
                    tuple(data["formats"]), tuple(data["written"]), dict(data["counts"]),
                    dict(data["paper_digests"]), dict(data["entity_digests"]),
-                   tuple(data["concepts"]), dict(data.get("failed", {})))
+                   tuple(data["concepts"]), dict(data.get("failed", {})),
+                   None if data.get("links") is None else tuple(map(tuple, data["links"])))
 
 
 def _gen_name(number: int) -> str:
@@ -288,11 +293,14 @@ class _Cache:
 
     def __init__(self, path: Path, readonly: bool = False) -> None:
         uri = f"file:{path}?mode=ro" if readonly else f"file:{path}"
+        self.readonly = readonly
         try:
             self.db = sqlite3.connect(uri, uri=True)
             if not readonly:
                 self.db.execute("CREATE TABLE IF NOT EXISTS extraction "
                                 "(key TEXT PRIMARY KEY, paper BLOB, found BLOB)")
+                # What resolution reads of each extraction (kg.resolve.Prep), made once.
+                self.db.execute("CREATE TABLE IF NOT EXISTS prep (key TEXT PRIMARY KEY, v BLOB)")
         except sqlite3.Error as exc:
             raise ProjectError(f"{path}: unusable cache ({exc}); delete it to re-extract"
                                ) from exc
@@ -327,12 +335,30 @@ class _Cache:
                 out[key] = (pickle.loads(paper), pickle.loads(found))
         return out
 
+    def preps(self, keys: Sequence[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        try:
+            for chunk in _chunked(list(keys), 900):
+                out.update((k, pickle.loads(v)) for k, v in self.db.execute(
+                    f"SELECT key, v FROM prep WHERE key IN ({','.join('?' * len(chunk))})",
+                    chunk))
+        except sqlite3.OperationalError:  # a read-only cache from before the table
+            pass
+        return out
+
+    def put_preps(self, rows: Sequence[tuple[str, Any]]) -> None:
+        if rows and not self.readonly:
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO prep VALUES (?, ?)",
+                                    ((k, pickle.dumps(v, 5)) for k, v in rows))
+
     def keep_only(self, keys: Iterable[str]) -> None:
         with self.db:
             self.db.execute("CREATE TEMP TABLE IF NOT EXISTS keep (key TEXT PRIMARY KEY)")
             self.db.execute("DELETE FROM keep")
             self.db.executemany("INSERT OR IGNORE INTO keep VALUES (?)", ((k,) for k in keys))
             self.db.execute("DELETE FROM extraction WHERE key NOT IN (SELECT key FROM keep)")
+            self.db.execute("DELETE FROM prep WHERE key NOT IN (SELECT key FROM keep)")
 
 
 def _chunked(items: list, size: int) -> Iterator[list]:
@@ -341,28 +367,46 @@ def _chunked(items: list, size: int) -> Iterator[list]:
 
 
 def _resolve(cache: _Cache, papers: Mapping[str, str], fresh: Mapping[str, Paper]
-             ) -> tuple[Corpus, dict[str, str]]:
+             ) -> tuple[Corpus, dict[str, str], dict[str, str]]:
     """The resolved corpus of ``papers`` (id → key) in id order, from cached extractions.
 
-    ``fresh`` papers (this run's inputs) replace the cached Paper, so messages name today's
-    file and line. Returns the corpus and the papers whose extraction failed (id → why).
+    Corpus-level decisions come from each paper's cached ``Prep`` (computed once per content
+    key), so no vocabulary lookup is repeated. ``fresh`` papers (this run's inputs) replace
+    the cached Paper, so messages name today's file and line. Returns the corpus, the papers
+    whose extraction failed (id → why) and a digest of what each paper's facts derive from
+    (its content, kept terms and entity ids: its triples name entities, never describe
+    them).
     """
-    from kg.extract.terms import promote_recurring
+    from kg.extract.terms import promote
     from kg.pipeline import expand
-    from kg.resolve import resolve
+    from kg.resolve import paper_result, plan, prepare
+    from kg.vocab import load_vocabulary
 
-    found = cache.get([papers[pid] for pid in sorted(papers)])
-    extractions, failed = [], {}
-    for pid in sorted(papers):
+    vocab = load_vocabulary()
+    order = sorted(papers)
+    found = cache.get([papers[pid] for pid in order])
+    preps = cache.preps([papers[pid] for pid in order])
+    extractions, failed, made = {}, {}, []
+    for pid in order:
         cached_paper, result = found[papers[pid]]
-        paper = fresh.get(pid, cached_paper)
         if isinstance(result, str):
             failed[pid] = result
-        else:
-            extractions.append(expand(paper, result))
+            continue
+        extractions[pid] = expand(fresh.get(pid, cached_paper), result)
+        if papers[pid] not in preps:
+            preps[papers[pid]] = prepare(extractions[pid], vocab)
+            made.append((papers[pid], preps[papers[pid]]))
+    cache.put_preps(made)
+    done = list(extractions)
+    decided = plan([preps[papers[pid]] for pid in done], vocab)
+    results, digests = [], {}
+    for pid, kept, eids in zip(done, decided.kept, decided.entity_ids, strict=True):
+        results.append(paper_result(promote(extractions[pid], kept), eids))
+        digests[pid] = hashlib.sha1("\0".join([papers[pid], repr(kept), *eids]).encode(
+            "utf-8")).hexdigest()[:20]
     skipped = tuple(Skip(fresh[pid].source if pid in fresh else pid, why)
                     for pid, why in failed.items())
-    return resolve(promote_recurring(extractions), skipped=skipped), failed
+    return Corpus(tuple(results), decided.entities, skipped), failed, digests
 
 
 # ------------------------------------------------------------------ building
@@ -479,14 +523,15 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             _extract(cache, todo, pipeline, workers, on_progress, trained_model)
             step(f"resolving entities across {len(keys):,} papers")
             fresh_by_id = {p.id: p for p in fresh}
-            corpus, failed = _resolve(cache, keys, fresh_by_id)
+            corpus, failed, paper_digests = _resolve(cache, keys, fresh_by_id)
             number = current.generation + 1 if current else 1
             gen = meta / _gen_name(number)
             if gen.exists():  # left by a build that was killed before it committed
                 shutil.rmtree(gen)
             gen.mkdir()
             try:
-                manifest, shared = _write_generation(root, gen, corpus, keys, failed, pipeline,
+                manifest, shared = _write_generation(root, gen, corpus, keys, failed, paper_digests,
+                                                     pipeline,
                                                      asked, chosen, current, number, inputs, step)
             except BaseException:  # a failed generation is never left for a reader to find
                 shutil.rmtree(gen, ignore_errors=True)
@@ -584,27 +629,29 @@ def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
 
 
 def _write_generation(root: Path, gen: Path, corpus: Corpus, keys: dict[str, str],
-                      failed: dict[str, str], pipeline: str, asked: tuple[str, ...],
-                      chosen: tuple[str, ...], current: Manifest | None, number: int,
-                      inputs: Sequence[str | Path], step: Callable[[str], None]
+                      failed: dict[str, str], paper_digests: dict[str, str], pipeline: str,
+                      asked: tuple[str, ...], chosen: tuple[str, ...],
+                      current: Manifest | None, number: int, inputs: Sequence[str | Path],
+                      step: Callable[[str], None]
                       ) -> tuple[Manifest, tuple]:
     from kg import rdf
     from kg.exports import write_exports
     from kg.vocab import load_vocabulary
 
     vocab = load_vocabulary()
-    paper_digests = {r.paper.id: _digest(r) for r in corpus.results}
     entity_digests = {eid: _digest(e) for eid, e in sorted(corpus.entities.items())}
     concepts = tuple(sorted(rdf.concepts_described(corpus, vocab)))
     triples = None
     if any(name in chosen for name in ("graph.nt", "graph.ttl", "graph.jsonld")):
         step("RDF triples")
         triples = rdf.corpus_triples(corpus, vocab)
+    links = tuple(sorted({(r.subject, r.predicate, r.object) for result in corpus.results
+                          for r in result.relations if r.subject != result.paper.id}))
     step("query store")
     previous = root / META / _gen_name(current.generation) / "store" if current else None
     if current is not None and current.pipeline == pipeline and previous.is_dir():
         n_triples = _store_delta(previous, gen / "store", corpus, vocab, current,
-                                 paper_digests, entity_digests, concepts)
+                                 paper_digests, entity_digests, concepts, links)
     else:
         n_triples = _store_full(gen / "store", corpus, vocab, triples)
     step("query index")
@@ -612,7 +659,8 @@ def _write_generation(root: Path, gen: Path, corpus: Corpus, keys: dict[str, str
     record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
                            triples=triples, n_triples=n_triples)
     manifest = Manifest(number, pipeline, keys, asked, tuple(sorted(record.files)),
-                        dict(record.counts), paper_digests, entity_digests, concepts, failed)
+                        dict(record.counts), paper_digests, entity_digests, concepts, failed,
+                        links)
     _write_json(gen / "manifest.json", manifest.as_dict())
     return manifest, tuple((e, n) for e, n in counts if n >= 2)
 
@@ -712,7 +760,7 @@ def _store_full(path: Path, corpus: Corpus, vocab, triples: list | None) -> int:
 
 def _store_delta(previous: Path, path: Path, corpus: Corpus, vocab, current: Manifest,
                  paper_digests: dict[str, str], entity_digests: dict[str, str],
-                 concepts: tuple[str, ...]) -> int:
+                 concepts: tuple[str, ...], links: tuple[tuple[str, str, str], ...]) -> int:
     """A checkpoint of the previous store with the changed papers, entities and concepts
     replaced: what ``_store_full`` of the new corpus would hold."""
     import pyoxigraph as ox
@@ -744,15 +792,22 @@ def _store_delta(previous: Path, path: Path, corpus: Corpus, vocab, current: Man
         doomed.extend(store.quads_for_pattern(ox.NamedNode(iri), None, None, None))
     # Entity → entity relations ("A outperforms B") may be asserted by several papers: the
     # store keeps exactly those some paper of the new corpus asserts.
-    wanted = {(rdf.entity_iri(r.subject), r.predicate, rdf.entity_iri(r.object))
-              for result in corpus.results for r in result.relations
-              if r.subject != result.paper.id}
-    for predicate in sorted(relation_predicates, key=str):
-        for q in store.quads_for_pattern(None, predicate, None, None):
-            if (q.subject.value.startswith(rdf.ENTITY_NS) and
-                    (q.subject.value, predicate.value.removeprefix(rdf.ONTOLOGY_NS),
-                     q.object.value) not in wanted):
-                doomed.append(q)
+    def iris(found):
+        return {(rdf.entity_iri(s), p, rdf.entity_iri(o)) for s, p, o in found}
+
+    wanted = iris(links)
+    if current.links is not None:
+        gone_links = iris(current.links) - wanted
+        doomed.extend(ox.Quad(ox.NamedNode(s), ox.NamedNode(rdf.ONTOLOGY_NS + p),
+                              ox.NamedNode(o)) for s, p, o in sorted(gone_links))
+        wanted -= iris(current.links)
+    else:  # an older manifest: find them in the store
+        for predicate in sorted(relation_predicates, key=str):
+            for q in store.quads_for_pattern(None, predicate, None, None):
+                if (q.subject.value.startswith(rdf.ENTITY_NS) and
+                        (q.subject.value, predicate.value.removeprefix(rdf.ONTOLOGY_NS),
+                         q.object.value) not in wanted):
+                    doomed.append(q)
     schemes = {iri: rdf.scheme_triples(iri, vocab) for iri in {*current.concepts, *concepts}}
     old_schemes = {t for iri in current.concepts for t in schemes[iri]}
     new_schemes = {t for iri in concepts for t in schemes[iri]}
