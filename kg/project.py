@@ -480,7 +480,8 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             on_progress: Callable[[int, int], None] | None = None,
             on_step: Callable[[str], None] | None = None,
             trained_model: str | None = None, inputs: Sequence[str | Path] = (),
-            must_exist: bool = False) -> Outcome:
+            must_exist: bool = False, engine: str = "local",
+            scheduler: str | None = None) -> Outcome:
     from kg.exports import check_writable
 
     step = on_step or (lambda name: None)
@@ -520,7 +521,8 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                 raise ProjectError(f"{meta / 'cache.sqlite'}: lost the extraction of "
                                    f"{len(lost)} paper(s) ({', '.join(lost[:5])}); run "
                                    f"`kg build INPUT... -o {root}` with all the inputs")
-            _extract(cache, todo, pipeline, workers, on_progress, trained_model)
+            _extract(cache, todo, pipeline, workers, on_progress, trained_model,
+                     engine=engine, scheduler=scheduler)
             step(f"resolving entities across {len(keys):,} papers")
             fresh_by_id = {p.id: p for p in fresh}
             corpus, failed, paper_digests = _resolve(cache, keys, fresh_by_id)
@@ -601,12 +603,16 @@ def _format_notice(asked: Sequence[str], chosen: Sequence[str]) -> tuple[str, ..
 
 
 def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
-             on_progress: Callable[[int, int], None] | None, trained_model: str | None) -> None:
+             on_progress: Callable[[int, int], None] | None, trained_model: str | None, *,
+             engine: str = "local", scheduler: str | None = None) -> None:
     """Extract ``papers`` and store each result (or failure) in the cache as it comes, so a
-    killed build keeps what it has done."""
+    killed build keeps what it has done. ``engine="dask"`` extracts on the Dask cluster at
+    ``scheduler`` (else a LocalCluster of ``workers`` processes; see kg.distributed)."""
     from kg.model import Extraction
     from kg.pipeline import compact, extract_each
 
+    if engine not in ("local", "dask"):
+        raise InputError(f"engine {engine!r}: choose local or dask")
     if not papers:
         return
     batch: list[tuple[str, Paper, tuple | str]] = []
@@ -618,8 +624,14 @@ def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
         if on_progress:
             on_progress(done, len(papers))
 
-    for paper, item in zip(papers, extract_each(papers, workers, progress, trained_model),
-                           strict=True):
+    if engine == "dask":
+        from kg import distributed
+
+        items = distributed.extract_each(papers, scheduler=scheduler, workers=workers,
+                                         on_progress=progress, trained_model=trained_model)
+    else:
+        items = extract_each(papers, workers, progress, trained_model)
+    for paper, item in zip(papers, items, strict=True):
         batch.append((paper_key(paper, pipeline), paper,
                       compact(item) if isinstance(item, Extraction) else item))
         if len(batch) >= 500:

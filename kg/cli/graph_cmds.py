@@ -37,8 +37,32 @@ def _project_options(func):
                         help="How many of the most shared techniques the summary lists.")(func)
 
 
+def _engine_options(func):
+    func = click.option("--scheduler", default=None, metavar="ADDRESS",
+                        help="With --engine dask: the Dask scheduler to run on, e.g. "
+                             "tcp://HOST:8786 (its workers need this kg installed; start them "
+                             "with `dask worker ADDRESS --nthreads 1`; --workers is then "
+                             "ignored). Without it: a local cluster of --workers processes "
+                             "for the run.")(func)
+    return click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
+                        show_default=True,
+                        help="What extracts the papers: local worker processes, or a Dask "
+                             "cluster (pip install 'kg[dask]'). The exports are identical.")(func)
+
+
+def _engine(engine: str, scheduler: str | None) -> dict:
+    """The engine options for project.build/add, checked before any paper is read."""
+    if scheduler is not None and engine != "dask":
+        raise click.UsageError("--scheduler needs --engine dask")
+    if engine == "dask":
+        from kg.distributed import check_installed
+
+        check_installed()
+    return {"engine": engine, "scheduler": scheduler}
+
+
 def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(), workers=1,
-                 formats=None, top=10, inputs=()) -> None:
+                 formats=None, top=10, inputs=(), engine=None) -> None:
     """Run a project build/add/remove with progress on a terminal, then print the summary."""
     import contextlib
 
@@ -65,7 +89,8 @@ def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(),
                     bars[0][0].__exit__()
 
         outcome = action(out_dir, what, formats=formats, workers=workers,
-                         on_progress=on_progress, on_step=on_step, inputs=inputs)
+                         on_progress=on_progress, on_step=on_step, inputs=inputs,
+                         **(engine or {}))
     corpus = outcome.corpus or Corpus(())
     report_skips(Corpus((), skipped=(*skipped, *corpus.skipped)), notices)
     _summary(outcome, out_dir, top, len(skipped) + len(corpus.skipped))
@@ -108,7 +133,8 @@ def _summary(outcome, out_dir: Path, top: int, skipped: int) -> None:
               type=click.Path(file_okay=False, path_type=Path),
               help="The project directory: exports, query store and extraction cache.")
 @_project_options
-def build(inputs, ingest, strict, workers, out_dir, top, html, formats):
+@_engine_options
+def build(inputs, ingest, strict, workers, out_dir, top, html, formats, engine, scheduler):
     """Build the graph of INPUT... in DIR (-o), extracting only what is new (the main job).
 
     DIR becomes a project: the first build extracts every paper; later builds on DIR extract
@@ -128,23 +154,27 @@ def build(inputs, ingest, strict, workers, out_dir, top, html, formats):
       kg build papers.csv --abstract-field summary --strict --workers 1
       kg build ICLR.tsv ICML.tsv -o ml24/ --formats all
       kg add ml24/ new-papers.jsonl        # or: kg build ICLR.tsv ICML.tsv new.jsonl -o ml24/
+      kg build field.jsonl -o field/ --engine dask --scheduler tcp://HOST:8786
     """
     from kg import project
     from kg.exports import check_writable
     from kg.pipeline import read_papers
 
+    on = _engine(engine, scheduler)
     check_writable(out_dir)  # before the long part, not after it
     notices: list[str] = []
     papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
     _run_project(project.build, out_dir, papers, notices=notices, skipped=skipped,
-                 workers=workers, formats=_formats(formats, html), top=top, inputs=inputs)
+                 workers=workers, formats=_formats(formats, html), top=top, inputs=inputs,
+                 engine=on)
 
 
 @click.command("add")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @input_options
 @_project_options
-def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats):
+@_engine_options
+def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats, engine, scheduler):
     """Add the papers of INPUT... to the project DIRECTORY (a paper whose id is there already
     replaces it); only they are extracted.
 
@@ -152,15 +182,18 @@ def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats):
     Examples:
       kg add exports/ new-papers.jsonl
       kg add ml24/ CoRL_2024_Conference.tsv --workers 2
+      kg add ml24/ more.jsonl --engine dask --scheduler tcp://HOST:8786
     """
     from kg import project
     from kg.pipeline import read_papers
 
     project.open_project(directory)
+    on = _engine(engine, scheduler)
     notices: list[str] = []
     papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
     _run_project(project.add, directory, papers, notices=notices, skipped=skipped,
-                 workers=workers, formats=_formats(formats, html), top=top, inputs=inputs)
+                 workers=workers, formats=_formats(formats, html), top=top, inputs=inputs,
+                 engine=on)
 
 
 @click.command("remove")
