@@ -2,8 +2,9 @@
 
 Papers, typed entities (linked to their SKOS concept, aliases as ``skos:altLabel``), the
 vocabulary's ``skos:broader`` hierarchy for every concept used (and its ancestors), and each
-extracted fact both asserted and reified as a ``kg:Assertion`` carrying its evidence
-(see the PROVENANCE note in ``ontology/kg.ttl``). No blank nodes are made and every writer
+extracted fact both asserted and reified as a ``kg:Assertion`` pointing at its evidence, a
+``kg:Sentence`` node written once however many facts cite it (see the PROVENANCE note in
+``ontology/kg.ttl``). No blank nodes are made and every writer
 works from sorted triples, so exports are byte-identical across runs and ``PYTHONHASHSEED``s.
 
 Triples are made as N-Triples terms, sorted once, and written by small streaming writers
@@ -26,7 +27,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from kg.errors import InputError, KgError
-from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResult, Relation
+from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResult, Relation, Span
 from kg.vocab import BASE, CONCEPT_NS, ENTITY_NS, ONTOLOGY_NS, PAPER_NS, Vocabulary, load_vocabulary
 
 RDF_NS = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -37,6 +38,7 @@ DCTERMS_NS = "http://purl.org/dc/terms/"
 PROV_NS = "http://www.w3.org/ns/prov#"
 SCHEMA_NS = "https://schema.org/"
 ASSERTION_NS = BASE + "assertion/"
+SENTENCE_NS = BASE + "sentence/"
 
 # Prefixes written at the top of graph.ttl (sorted there). One per entity/concept type, since
 # "entity:technique/x" is not a valid Turtle prefixed name.
@@ -44,6 +46,7 @@ PREFIXES: dict[str, str] = {
     "kg": ONTOLOGY_NS,
     "paper": PAPER_NS,
     "assertion": ASSERTION_NS,
+    "sentence": SENTENCE_NS,
     "rdf": RDF_NS,
     "rdfs": RDFS_NS,
     "xsd": XSD_NS,
@@ -87,6 +90,20 @@ def assertion_iri(paper_id: str, relation: Relation) -> str:
     key = "\x1f".join((paper_id, relation.subject, relation.predicate, relation.object,
                        str(relation.evidence.start), str(relation.evidence.end), relation.rule))
     return ASSERTION_NS + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def sentence_iri(paper_id: str, start: int, end: int) -> str:
+    """The evidence sentence ``text[start:end]`` of a paper, from the id and offsets alone.
+
+    Nothing of the run goes in (no counter, no order of facts), so every run and worker count
+    gives the same IRI, and all the facts one sentence supports share its node. The id is
+    percent-encoded as in ``paper_iri``, which leaves "-" as it is: the offsets are the last two
+    "-"-separated parts, so two sentences never share an IRI.
+
+    >>> sentence_iri("p-32f6716951bc", 0, 57)
+    'https://w3id.org/mlkg/sentence/p-32f6716951bc-0-57'
+    """
+    return f"{SENTENCE_NS}{quote(paper_id, safe='')}-{int(start)}-{int(end)}"
 
 
 def _iri(value: str) -> str:
@@ -219,12 +236,28 @@ def _relation_triples(paper: Paper, relation: Relation, entities: dict[str, Enti
     yield a, f"<{RDF_NS}subject>", subject
     yield a, f"<{RDF_NS}predicate>", pred
     yield a, f"<{RDF_NS}object>", obj
-    yield a, _kg("evidenceText"), _lit(relation.evidence.text)
-    yield a, _kg("evidenceStart"), _int(relation.evidence.start)
-    yield a, _kg("evidenceEnd"), _int(relation.evidence.end)
+    yield a, _kg("evidence"), _iri(sentence_iri(paper.id, relation.evidence.start,
+                                                relation.evidence.end))
     yield a, _kg("rule"), _lit(relation.rule)
     yield a, _kg("confidence"), _confidence(relation.confidence)
     yield a, f"<{PROV_NS}wasDerivedFrom>", paper_node
+
+
+def _sentence_triples(paper: Paper, text: str, evidence: Span
+                      ) -> Iterator[tuple[str, str, str]]:
+    if text[evidence.start:evidence.end] != evidence.text:
+        # The sentence's IRI is made from the offsets alone: a text that is not the paper's at
+        # those offsets would give one sentence node two texts.
+        raise InputError(f"paper {paper.id}: evidence {evidence.text[:40]!r} is not the paper's "
+                         f"text at {evidence.start}-{evidence.end}; the extraction file is "
+                         "inconsistent — rebuild it")
+    s = _iri(sentence_iri(paper.id, evidence.start, evidence.end))
+    yield s, _TYPE, _kg("Sentence")
+    yield s, _kg("text"), _lit(evidence.text)
+    yield s, _kg("start"), _int(evidence.start)
+    yield s, _kg("end"), _int(evidence.end)
+    # kg.project removes a paper with every node derived from it: its sentences go too.
+    yield s, f"<{PROV_NS}wasDerivedFrom>", _iri(paper_iri(paper.id))
 
 
 Triple = tuple[str, str, str]  # N-Triples terms: "<iri>" or a literal
@@ -276,8 +309,13 @@ def partial_triples(corpus: Corpus, results: Iterable[PaperResult], entities: It
     mentions, uses = _kg("mentions"), _kg("uses")
     for result in results:
         out.extend(_paper_triples(result.paper))
+        text = result.paper.text
+        sentences: set[Span] = set()
         for relation in result.relations:
             out.extend(_relation_triples(result.paper, relation, corpus.entities))
+            if relation.evidence not in sentences:  # each sentence once, not once per fact
+                sentences.add(relation.evidence)
+                out.extend(_sentence_triples(result.paper, text, relation.evidence))
         # kg:mentions is the super-property of every paper→entity predicate; it is written for
         # every entity the paper mentions so counting queries need one predicate, not ?p.
         paper_node = _iri(paper_iri(result.paper.id))

@@ -68,8 +68,13 @@ def test_the_ontology_declares_every_entity_type_and_predicate_of_the_data_model
         assert (KG[type_], rdflib.RDFS.subClassOf, KG.Entity) in onto
     for predicate in PREDICATES:
         assert (KG[predicate], rdflib.RDF.type, owl.ObjectProperty) in onto
-    for prop in ("evidenceText", "evidenceStart", "evidenceEnd", "rule", "confidence"):
+    for prop in ("text", "start", "end", "rule", "confidence"):
         assert (KG[prop], rdflib.RDF.type, owl.DatatypeProperty) in onto
+    assert (KG.evidence, rdflib.RDF.type, owl.ObjectProperty) in onto
+    assert (KG.evidence, rdflib.RDFS.range, KG.Sentence) in onto
+    for cls in ("Assertion", "Sentence"):
+        assert (KG[cls], rdflib.RDFS.label, None) in onto
+        assert (KG[cls], rdflib.RDFS.comment, None) in onto
     assert (KG.Paper, rdflib.RDFS.subClassOf, rdflib.URIRef("https://schema.org/ScholarlyArticle")
             ) in onto
 
@@ -141,9 +146,12 @@ def test_every_extracted_fact_is_asserted_and_reified_with_its_evidence(seed_cor
             assert (subject, predicate, obj) in graph
             assert (node, rdflib.RDF.type, rdflib.RDF.Statement) in graph
             assert graph.value(node, rdflib.PROV.wasDerivedFrom) == paper
-            assert str(graph.value(node, KG.evidenceText)) == relation.evidence.text
-            assert graph.value(node, KG.evidenceStart).toPython() == relation.evidence.start
-            assert graph.value(node, KG.evidenceEnd).toPython() == relation.evidence.end
+            sentence = graph.value(node, KG.evidence)
+            assert (sentence, rdflib.RDF.type, KG.Sentence) in graph
+            assert graph.value(sentence, rdflib.PROV.wasDerivedFrom) == paper
+            assert str(graph.value(sentence, KG.text)) == relation.evidence.text
+            assert graph.value(sentence, KG.start).toPython() == relation.evidence.start
+            assert graph.value(sentence, KG.end).toPython() == relation.evidence.end
             assert str(graph.value(node, KG.rule)) == relation.rule
             assert float(graph.value(node, KG.confidence)) == pytest.approx(relation.confidence)
 
@@ -170,7 +178,9 @@ def test_paper_ids_that_are_urls_become_percent_encoded_iris(tmp_path):
     url_id = "https://openreview.net/forum?id=Ab 1"
     paper = Paper(id=url_id, abstract=text, title="Foo <bar> \"baz\"")
     entity = Entity("technique/quantization", "Technique", "quantization")
-    relation = Relation(url_id, "usesTechnique", entity.id, Span(text[:20], 0, 20), "test", 0.5)
+    start = paper.text.index(text)  # offsets are into title + "\n" + abstract
+    relation = Relation(url_id, "usesTechnique", entity.id, Span(text[:20], start, start + 20),
+                        "test", 0.5)
     corpus = Corpus((PaperResult(paper, ((entity.id, (Span("x", 0, 1),)),), (relation,)),),
                     {entity.id: entity})
     rdf.write_rdf(corpus, tmp_path)
@@ -207,7 +217,7 @@ def test_the_built_graph_conforms_to_the_shapes(exports):
 
 def test_a_broken_graph_fails_validation_naming_each_problem(exports, tmp_path):
     lines = (exports / "graph.nt").read_text(encoding="utf-8").splitlines(keepends=True)
-    evidence = next(line for line in lines if "#evidenceText>" in line)
+    evidence = next(line for line in lines if f"<{ONTOLOGY_NS}evidence>" in line)
     fact = next(line for line in lines
                 if line.startswith(f"<{rdf.PAPER_NS}") and "#usesModel>" in line)
     model = next(line.split()[0] for line in lines if f"<{ONTOLOGY_NS}Model> ." in line)

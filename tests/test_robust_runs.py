@@ -191,9 +191,9 @@ def broken_graph(seed_rdf_dir: Path, tmp_path: Path) -> Path:
     dc, rdf = "http://purl.org/dc/terms/", "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
     _break(lines, f"{dc}abstract", lambda line: None)  # minCount
     _break(lines, f"{dc}identifier", lambda line: line.replace('" .', '-2" .') + line, 3)  # max
-    _break(lines, f"{K}evidenceStart",  # datatype
+    _break(lines, f"{K}start",  # datatype
            lambda line: line.replace(f"^^<{XSD}integer>", ""))
-    _break(lines, f"{K}evidenceStart",  # lessThan
+    _break(lines, f"{K}start",  # lessThan
            lambda line: line.split('"')[0] + f'"99999"^^<{XSD}integer> .\n', 5)
     _break(lines, f"{K}confidence",  # maxInclusive
            lambda line: line.split('"')[0] + f'"1.5"^^<{XSD}decimal> .\n', 2)
