@@ -28,7 +28,7 @@ import difflib
 import math
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -250,6 +250,31 @@ def _ancestor_depths(vocab: Vocabulary, iri: str) -> dict[str, int]:
     return depths
 
 
+class PaperPart(NamedTuple):
+    """What the index keeps of one paper, from its result alone (a project reuses it while
+    the paper's result is unchanged)."""
+
+    paper: Paper
+    evidence: dict[str, tuple[str, int, int]]  # entity id → best evidence (text, start, end)
+    confidence: dict[str, float]  # entity id → confidence of that evidence
+    used: frozenset[str]  # entity ids the paper uses
+    counted: tuple[str, ...]  # entity ids the paper counts for, in mention order
+
+
+def paper_part(result: PaperResult, include_mentions: bool = False,
+               min_confidence: float = 0.0) -> PaperPart:
+    """The index's view of one paper: a paper counts for an entity when it uses it
+    (``PaperResult.used_ids``) with a relation of at least ``min_confidence``;
+    ``include_mentions`` counts mere mentions too."""
+    evidence, confidence = {}, {}
+    for eid, (span, conf) in _best_evidence(result).items():
+        evidence[eid] = (span.text, span.start, span.end)
+        confidence[eid] = conf
+    counted = tuple(eid for eid in (result.entity_ids if include_mentions else result.used_ids)
+                    if confidence.get(eid, 0.0) >= min_confidence)
+    return PaperPart(result.paper, evidence, confidence, frozenset(result.used_ids), counted)
+
+
 def build_index(corpus: Corpus, vocab: Vocabulary | None = None, *,
                 include_mentions: bool = False, min_confidence: float = 0.0) -> AnalysisIndex:
     """Build the query index of ``corpus`` (linear in its size). Prefer ``analysis_index``.
@@ -257,49 +282,84 @@ def build_index(corpus: Corpus, vocab: Vocabulary | None = None, *,
     A paper counts for an entity when it uses it (``PaperResult.used_ids``) with a relation of
     at least ``min_confidence``; ``include_mentions`` counts mere mentions too.
     """
+    parts = {r.paper.id: paper_part(r, include_mentions, min_confidence)
+             for r in corpus.results}
+    index = assemble_index(parts, corpus.entities, vocab, include_mentions=include_mentions,
+                           min_confidence=min_confidence)
+    index.papers = {r.paper.id: r for r in corpus.results}
+    index.evidence = {(pid, eid): Span(*span) for pid, part in parts.items()
+                      for eid, span in part.evidence.items()}
+    index.confidence = {(pid, eid): c for pid, part in parts.items()
+                        for eid, c in part.confidence.items()}
+    index.used = frozenset((pid, eid) for pid, part in parts.items() for eid in part.used)
+    return index
+
+
+def paper_features(counted: Sequence[str], entities: Mapping[str, Entity],
+                   concept_entity: Mapping[str, str], vocab: Vocabulary,
+                   depths_of: dict[str, dict[str, int]]) -> dict[str, _Feature]:
+    """A paper's features: the entities it counts for, and the broader concepts they inherit
+    (``depths_of`` memoizes each concept's ancestors)."""
+    own: dict[str, _Feature] = {}
+    inherited: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for eid in counted:
+        entity = entities.get(eid)
+        if entity is None or entity.type not in TYPE_WEIGHTS:
+            continue
+        own[eid] = _Feature(1.0, ())
+        if entity.concept:
+            if entity.concept not in depths_of:
+                depths_of[entity.concept] = _ancestor_depths(vocab, entity.concept)
+            for iri, depth in depths_of[entity.concept].items():
+                inherited[concept_entity.get(iri, iri)].append((depth, eid))
+    for key, via in inherited.items():
+        if key not in own and TYPE_WEIGHTS.get(_key_type(key, entities, vocab), 0.0) > 0:
+            via = sorted(set(via))
+            own[key] = _Feature(INHERITED ** via[0][0],
+                                tuple(dict.fromkeys(eid for _, eid in via)))
+    return own
+
+
+def _key_type(key: str, entities: Mapping[str, Entity], vocab: Vocabulary) -> str:
+    return entities[key].type if key in entities else vocab.concepts[key].type
+
+
+def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity],
+                   vocab: Vocabulary | None = None, *, include_mentions: bool = False,
+                   min_confidence: float = 0.0,
+                   features: Mapping[str, dict[str, _Feature]] | None = None) -> AnalysisIndex:
+    """The index of papers' ``parts`` (in corpus order) and the corpus's ``entities``.
+
+    Its ``papers`` hold each paper with empty mentions and relations, and ``evidence``,
+    ``confidence`` and ``used`` are left empty: ``build_index`` fills them, a project stores
+    them per paper. ``features`` given are used as they are (a project reuses them).
+    """
     vocab = vocab or load_vocabulary()
-    entities = corpus.entities
+    entities = dict(entities)
     concept_entity = {e.concept: eid for eid, e in sorted(entities.items()) if e.concept}
     info: dict[str, tuple[str, str]] = {eid: (e.name, e.type) for eid, e in entities.items()}
-    papers: dict[str, PaperResult] = {}
-    features: dict[str, dict[str, _Feature]] = {}
-    evidence: dict[tuple[str, str], Span] = {}
-    confidence: dict[tuple[str, str], float] = {}
-    used: set[tuple[str, str]] = set()
-    counted: dict[str, tuple[str, ...]] = {}
     depths_of: dict[str, dict[str, int]] = {}
-    for result in corpus.results:
-        pid = result.paper.id
-        papers[pid] = result
-        for eid, (span, conf) in _best_evidence(result).items():
-            evidence[(pid, eid)] = span
-            confidence[(pid, eid)] = conf
-        used.update((pid, eid) for eid in result.used_ids)
-        counted[pid] = tuple(eid for eid in (
-            result.entity_ids if include_mentions else result.used_ids)
-            if confidence.get((pid, eid), 0.0) >= min_confidence)
-        own: dict[str, _Feature] = {}
-        inherited: dict[str, list[tuple[int, str]]] = defaultdict(list)
-        for eid in counted[pid]:
+    if features is None:
+        features = {pid: paper_features(part.counted, entities, concept_entity, vocab,
+                                        depths_of) for pid, part in parts.items()}
+    else:
+        features = dict(features)
+    # Names of the broader concepts counted entities inherit (features or not).
+    seen: set[str] = set()
+    for part in parts.values():
+        for eid in part.counted:
             entity = entities.get(eid)
-            if entity is None or entity.type not in TYPE_WEIGHTS:
+            if (eid in seen or entity is None or entity.type not in TYPE_WEIGHTS
+                    or not entity.concept):
                 continue
-            own[eid] = _Feature(1.0, ())
-            if entity.concept:
-                if entity.concept not in depths_of:
-                    depths_of[entity.concept] = _ancestor_depths(vocab, entity.concept)
-                for iri, depth in depths_of[entity.concept].items():
-                    key = concept_entity.get(iri, iri)
-                    if key not in info:
-                        concept = vocab.concepts[iri]
-                        info[key] = (concept.pref_label, concept.type)
-                    inherited[key].append((depth, eid))
-        for key, via in inherited.items():
-            if key not in own and TYPE_WEIGHTS.get(info[key][1], 0.0) > 0:
-                via = sorted(set(via))
-                own[key] = _Feature(INHERITED ** via[0][0],
-                                    tuple(dict.fromkeys(eid for _, eid in via)))
-        features[pid] = own
+            seen.add(eid)
+            if entity.concept not in depths_of:
+                depths_of[entity.concept] = _ancestor_depths(vocab, entity.concept)
+            for iri in depths_of[entity.concept]:
+                key = concept_entity.get(iri, iri)
+                if key not in info:
+                    concept = vocab.concepts[iri]
+                    info[key] = (concept.pref_label, concept.type)
     # The vocabulary builds its narrower-concept map on first use; pay that here, not in the
     # first `shared` query.
     for iri in list(vocab.concepts)[:1]:
@@ -316,10 +376,10 @@ def build_index(corpus: Corpus, vocab: Vocabulary | None = None, *,
         for key in own:
             postings_lists[key].append(pid)
     entity_papers: dict[str, list[str]] = defaultdict(list)
-    for pid in papers:
-        for eid in counted[pid]:
+    for pid, part in parts.items():
+        for eid in part.counted:
             entity_papers[eid].append(pid)
-    n = len(papers)
+    n = len(parts)
     postings = {k: tuple(v) for k, v in sorted(postings_lists.items())}
     idf = {k: math.log(n / len(v)) for k, v in postings.items()}
     names: dict[str, list[str]] = defaultdict(list)
@@ -328,8 +388,8 @@ def build_index(corpus: Corpus, vocab: Vocabulary | None = None, *,
             if eid not in names[form.casefold()]:
                 names[form.casefold()].append(eid)
     titles: dict[str, list[str]] = defaultdict(list)
-    for pid, r in papers.items():
-        for text in {t.casefold() for t in (r.paper.label, r.paper.title) if t}:
+    for pid, part in parts.items():
+        for text in {t.casefold() for t in (part.paper.label, part.paper.title) if t}:
             titles[text].append(pid)
     labels: dict[str, str] = {}
     concept_labels: dict[str, set[str]] = defaultdict(set)
@@ -341,16 +401,16 @@ def build_index(corpus: Corpus, vocab: Vocabulary | None = None, *,
         for form in (e.name, *e.aliases):
             labels.setdefault(form.casefold(), form)
     factors = {k: tuple((p, features[p][k].factor) for p in v) for k, v in postings.items()}
-    return AnalysisIndex(papers, dict(entities), features, postings, factors,
+    return AnalysisIndex({pid: PaperResult(part.paper, (), ()) for pid, part in parts.items()},
+                         entities, features, postings, factors,
                          {k: tuple(v) for k, v in entity_papers.items()},
-                         {pid: i for i, pid in enumerate(papers)}, idf, info, evidence,
+                         {pid: i for i, pid in enumerate(parts)}, idf, info, {},
                          {k: tuple(v) for k, v in names.items()}, concept_entity,
                          {k: tuple(v) for k, v in titles.items()},
-                         tuple((pid, f"{r.paper.label}\0{r.paper.title or ''}".casefold())
-                               for pid, r in papers.items()),
+                         tuple((pid, f"{part.paper.label}\0{part.paper.title or ''}".casefold())
+                               for pid, part in parts.items()),
                          labels, {k: tuple(sorted(v)) for k, v in concept_labels.items()},
-                         broader, vocab, confidence, frozenset(used), include_mentions,
-                         min_confidence)
+                         broader, vocab, {}, frozenset(), include_mentions, min_confidence)
 
 
 _INDEXES: dict[tuple[int, bool, float], tuple[weakref.ref, AnalysisIndex]] = {}

@@ -247,7 +247,7 @@ def _previous_files(out_dir: Path) -> list[str]:
 
 
 def write_exports(
-    corpus: Corpus,
+    corpus: Corpus | None,
     out_dir: str | Path,
     *,
     html: bool = True,
@@ -256,6 +256,8 @@ def write_exports(
     on_step: Callable[[str], None] | None = None,
     triples: list | None = None,
     n_triples: int | None = None,
+    lines: Sequence[str] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> BuildRecord:
     """Write the export set of ``kg build`` into ``out_dir`` and finish with ``build.json``.
 
@@ -264,6 +266,9 @@ def write_exports(
     ``files`` names a subset to write instead. ``triples`` are the corpus's triples when the
     caller has them already; ``n_triples`` their number when no file here needs them.
     ``on_step`` is told the name of each step as it starts (for progress on a terminal).
+    A caller that has extraction.jsonl's ``lines`` already (kg.project) passes them with the
+    corpus ``counts`` (papers, entities, relations, skipped), and no ``corpus`` when no other
+    file is asked for.
     """
     from kg import __version__, rdf
     from kg.io import write_jsonl
@@ -287,7 +292,8 @@ def write_exports(
         ("graph.jsonld", lambda p: _write_text(p, rdf.triples_to_jsonld(triples))),
         ("graph.graphml", lambda p: write_graphml(corpus, p)),
         ("nodes.csv", None),  # with edges.csv
-        ("extraction.jsonl", lambda p: _write_jsonl(corpus, p, write_jsonl)),
+        ("extraction.jsonl", lambda p: _write_jsonl(corpus, p, write_jsonl) if lines is None
+         else _write_text(p, "".join(lines))),
     ]
     notices: list[str] = []
     for name, write in writers:
@@ -317,9 +323,10 @@ def write_exports(
     _remove_stale(out_dir, set(written) | {RECORD}, previous)
     record = BuildRecord(
         version=__version__,
-        counts={"papers": len(corpus), "entities": len(corpus.entities),
-                "relations": sum(len(r.relations) for r in corpus.results),
-                "skipped": len(corpus.skipped),
+        counts={**(counts if counts is not None else {
+                    "papers": len(corpus), "entities": len(corpus.entities),
+                    "relations": sum(len(r.relations) for r in corpus.results),
+                    "skipped": len(corpus.skipped)}),
                 "triples": len(triples) if triples is not None else n_triples},
         files=written, inputs=tuple(_input_record(s) for s in inputs), notices=tuple(notices))
     with replacing(out_dir / RECORD) as tmp:

@@ -48,9 +48,9 @@ import pickle
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kg.errors import InputError, KgError
 from kg.model import Corpus, Paper, Skip
@@ -186,7 +186,7 @@ class Project:
             check_export_dir(self.generation, reading="extraction.jsonl")
             return read_jsonl(self.generation / "extraction.jsonl")
         with _Cache(self.root / META / "cache.sqlite", readonly=True) as cache:
-            return _resolve(cache, self.manifest.papers, {})[0]
+            return _Resolved(cache, self.manifest.papers, {}).corpus()
 
 
 def is_project(directory: str | Path) -> bool:
@@ -366,47 +366,83 @@ def _chunked(items: list, size: int) -> Iterator[list]:
         yield items[i:i + size]
 
 
-def _resolve(cache: _Cache, papers: Mapping[str, str], fresh: Mapping[str, Paper]
-             ) -> tuple[Corpus, dict[str, str], dict[str, str]]:
-    """The resolved corpus of ``papers`` (id → key) in id order, from cached extractions.
+class _Resolved:
+    """The corpus of a project's papers, resolved from cached extractions, with each paper's
+    result built only when asked for (a build reuses what did not change).
 
-    Corpus-level decisions come from each paper's cached ``Prep`` (computed once per content
-    key), so no vocabulary lookup is repeated. ``fresh`` papers (this run's inputs) replace
-    the cached Paper, so messages name today's file and line. Returns the corpus, the papers
-    whose extraction failed (id → why) and a digest of what each paper's facts derive from
-    (its content, kept terms and entity ids: its triples name entities, never describe
-    them).
+    Corpus-level decisions come from each paper's cached ``Prep`` (made once per content key),
+    so no vocabulary lookup is repeated. ``fresh`` papers (this run's inputs) replace the
+    cached Paper, so messages name today's file and line. ``digests[pid]`` hashes what the
+    paper's result derives from: its content, kept terms and entity ids.
     """
-    from kg.extract.terms import promote
-    from kg.pipeline import expand
-    from kg.resolve import paper_result, plan, prepare
-    from kg.vocab import load_vocabulary
 
-    vocab = load_vocabulary()
-    order = sorted(papers)
-    found = cache.get([papers[pid] for pid in order])
-    preps = cache.preps([papers[pid] for pid in order])
-    extractions, failed, made = {}, {}, []
-    for pid in order:
-        cached_paper, result = found[papers[pid]]
-        if isinstance(result, str):
-            failed[pid] = result
-            continue
-        extractions[pid] = expand(fresh.get(pid, cached_paper), result)
-        if papers[pid] not in preps:
-            preps[papers[pid]] = prepare(extractions[pid], vocab)
-            made.append((papers[pid], preps[papers[pid]]))
-    cache.put_preps(made)
-    done = list(extractions)
-    decided = plan([preps[papers[pid]] for pid in done], vocab)
-    results, digests = [], {}
-    for pid, kept, eids in zip(done, decided.kept, decided.entity_ids, strict=True):
-        results.append(paper_result(promote(extractions[pid], kept), eids))
-        digests[pid] = hashlib.sha1("\0".join([papers[pid], repr(kept), *eids]).encode(
-            "utf-8")).hexdigest()[:20]
-    skipped = tuple(Skip(fresh[pid].source if pid in fresh else pid, why)
-                    for pid, why in failed.items())
-    return Corpus(tuple(results), decided.entities, skipped), failed, digests
+    def __init__(self, cache: _Cache, papers: Mapping[str, str], fresh: Mapping[str, Paper]
+                 ) -> None:
+        from kg.pipeline import expand
+        from kg.resolve import plan, prepare
+        from kg.vocab import load_vocabulary
+
+        vocab = load_vocabulary()
+        ids = sorted(papers)
+        self.cache, self.keys, self.fresh = cache, papers, fresh
+        preps = cache.preps([papers[pid] for pid in ids])
+        # Extractions are read only where no prep is cached (new papers, failures) and for
+        # the results asked for: a build that changes a few papers reads a few.
+        self.found = cache.get([papers[pid] for pid in ids if papers[pid] not in preps])
+        self.failed: dict[str, str] = {}
+        made = []
+        for pid in ids:
+            if papers[pid] in preps:
+                continue
+            result = self.found[papers[pid]][1]
+            if isinstance(result, str):
+                self.failed[pid] = result
+            else:
+                prep = prepare(expand(self._paper(pid), result), vocab)
+                preps[papers[pid]] = prep
+                made.append((papers[pid], prep))
+        cache.put_preps(made)
+        self.order = [pid for pid in ids if pid not in self.failed]
+        decided = plan([preps[papers[pid]] for pid in self.order], vocab)
+        self.entities = decided.entities
+        self.kept = dict(zip(self.order, decided.kept, strict=True))
+        self.entity_ids = dict(zip(self.order, decided.entity_ids, strict=True))
+        self.digests = {pid: hashlib.sha1("\0".join(
+            [papers[pid], repr(self.kept[pid]), *self.entity_ids[pid]]).encode(
+            "utf-8")).hexdigest()[:20] for pid in self.order}
+        self.skipped = tuple(Skip(fresh[pid].source if pid in fresh else pid, why)
+                             for pid, why in self.failed.items())
+        self._corpus: Corpus | None = None
+
+    def _found(self, pid: str) -> tuple[Paper, tuple | str]:
+        key = self.keys[pid]
+        if key not in self.found:
+            self.found.update(self.cache.get([key]))
+        return self.found[key]
+
+    def _paper(self, pid: str) -> Paper:
+        return self.fresh.get(pid) or self._found(pid)[0]
+
+    def result(self, pid: str):
+        """The resolved PaperResult of paper ``pid``."""
+        from kg.extract.terms import promote
+        from kg.pipeline import expand
+        from kg.resolve import paper_result
+
+        if self._corpus is not None:
+            return self._by_id[pid]
+        extraction = expand(self._paper(pid), self._found(pid)[1])
+        return paper_result(promote(extraction, self.kept[pid]), self.entity_ids[pid])
+
+    def corpus(self) -> Corpus:
+        """Every paper's result, in id order."""
+        if self._corpus is None:
+            missing = [self.keys[pid] for pid in self.order if self.keys[pid] not in self.found]
+            self.found.update(self.cache.get(missing))
+            results = tuple(self.result(pid) for pid in self.order)
+            self._by_id = {r.paper.id: r for r in results}
+            self._corpus = Corpus(results, self.entities, self.skipped)
+        return self._corpus
 
 
 # ------------------------------------------------------------------ building
@@ -416,7 +452,6 @@ def _resolve(cache: _Cache, papers: Mapping[str, str], fresh: Mapping[str, Paper
 class Outcome:
     """What a build, add or remove did."""
 
-    corpus: Corpus | None  # None when nothing changed (no-op)
     counts: dict[str, int]
     extracted: int  # papers extracted by this run
     added: tuple[str, ...] = ()
@@ -425,10 +460,10 @@ class Outcome:
     written: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
     shared: tuple = ()  # (Entity, papers) of techniques shared by 2+ papers, most first
-
-    @property
-    def noop(self) -> bool:
-        return self.corpus is None
+    skipped: tuple[Skip, ...] = ()  # papers whose extraction failed
+    entity_types: dict[str, int] = field(default_factory=dict)  # entities per type
+    predicates: dict[str, int] = field(default_factory=dict)  # relations per predicate
+    noop: bool = False  # nothing changed, nothing written
 
 
 def build(directory: str | Path, papers: Sequence[Paper], **options: Any) -> Outcome:
@@ -512,7 +547,8 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             chosen = _choose(asked, len(keys))
             if (current is not None and current.pipeline == pipeline and current.papers == keys
                     and current.written == chosen and _published(root, current)):
-                return Outcome(None, current.counts, 0, notices=_format_notice(asked, chosen))
+                return Outcome(current.counts, 0, notices=_format_notice(asked, chosen),
+                               noop=True)
             missing = cache.missing(keys.values())
             todo = [target[pid] for pid in keys if keys[pid] in missing]
             lost = sorted(pid for pid in keys if keys[pid] in missing
@@ -525,16 +561,16 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                      engine=engine, scheduler=scheduler)
             step(f"resolving entities across {len(keys):,} papers")
             fresh_by_id = {p.id: p for p in fresh}
-            corpus, failed, paper_digests = _resolve(cache, keys, fresh_by_id)
+            resolved = _Resolved(cache, keys, fresh_by_id)
             number = current.generation + 1 if current else 1
             gen = meta / _gen_name(number)
             if gen.exists():  # left by a build that was killed before it committed
                 shutil.rmtree(gen)
             gen.mkdir()
             try:
-                manifest, shared = _write_generation(root, gen, corpus, keys, failed, paper_digests,
-                                                     pipeline,
-                                                     asked, chosen, current, number, inputs, step)
+                manifest, summary = _write_generation(root, gen, resolved, keys, pipeline,
+                                                      asked, chosen, current, number, inputs,
+                                                      step)
             except BaseException:  # a failed generation is never left for a reader to find
                 shutil.rmtree(gen, ignore_errors=True)
                 raise
@@ -542,13 +578,13 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             _publish(root, gen, manifest.written)
             _prune(meta, cache, manifest, current)
         old = set(current.papers) if current else set()
-        return Outcome(corpus, manifest.counts, len(todo),
+        return Outcome(manifest.counts, len(todo),
                        added=tuple(sorted(set(keys) - old)),
                        removed=tuple(sorted(old - set(keys))),
                        changed=tuple(sorted(pid for pid in old & set(keys)
                                             if current.papers[pid] != keys[pid])),
                        written=manifest.written, notices=_format_notice(asked, chosen),
-                       shared=shared)
+                       skipped=resolved.skipped, **summary)
 
 
 def _asked(formats: Sequence[str] | None, before: tuple[str, ...]) -> tuple[str, ...]:
@@ -640,41 +676,139 @@ def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
     cache.put(batch)
 
 
-def _write_generation(root: Path, gen: Path, corpus: Corpus, keys: dict[str, str],
-                      failed: dict[str, str], paper_digests: dict[str, str], pipeline: str,
-                      asked: tuple[str, ...], chosen: tuple[str, ...],
+class _State(NamedTuple):
+    """What a generation keeps of one paper beyond the index rows, so the next build reuses
+    it while the paper's result is unchanged (plain tuples: fast to read back)."""
+
+    paper: tuple  # the Paper's fields, as resolved (with its label)
+    counted: tuple[str, ...]  # entity ids it counts for (kg.analysis.PaperPart.counted)
+    links: tuple[tuple[str, str, str], ...]  # entity → entity relations it asserts
+    predicates: tuple[tuple[str, int], ...]  # its relations per predicate
+    mentioned: tuple[str, ...]  # entity ids its extraction.jsonl line describes
+
+
+_PAPER_FIELDS = tuple(f.name for f in fields(Paper))
+
+
+def _state_of(result, part) -> _State:
+    from collections import Counter
+
+    return _State(tuple(getattr(part.paper, f) for f in _PAPER_FIELDS), part.counted,
+                  tuple(sorted({(r.subject, r.predicate, r.object) for r in result.relations
+                                if r.subject != result.paper.id})),
+                  tuple(sorted(Counter(r.predicate for r in result.relations).items())),
+                  result.entity_ids)
+
+
+class _Previous:
+    """The previous generation's per-paper states and extraction.jsonl lines, for reuse."""
+
+    def __init__(self, gen: Path, manifest: Manifest) -> None:
+        self.gen, self.manifest = gen, manifest
+        self.states: dict[str, _State] = {}
+        self.lines: dict[str, str] = {}
+        try:
+            db = sqlite3.connect(f"file:{gen / 'index.sqlite'}?mode=ro", uri=True)
+            try:
+                self.states = {k: pickle.loads(v) for k, v in db.execute("SELECT k, v FROM state")}
+            finally:
+                db.close()
+        except sqlite3.Error:  # a generation from before states were kept: nothing reused
+            return
+        if "extraction.jsonl" in manifest.written:
+            order = [pid for pid in sorted(manifest.papers) if pid not in manifest.failed]
+            with (gen / "extraction.jsonl").open(encoding="utf-8", newline="") as fh:
+                lines = fh.read().splitlines(keepends=True)
+            if len(lines) == len(order):
+                self.lines = dict(zip(order, lines, strict=True))
+
+    def reusable(self, pid: str, digest: str, need_line: bool) -> bool:
+        return (pid in self.states and self.manifest.paper_digests.get(pid) == digest
+                and (pid in self.lines or not need_line))
+
+
+def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str, str],
+                      pipeline: str, asked: tuple[str, ...], chosen: tuple[str, ...],
                       current: Manifest | None, number: int, inputs: Sequence[str | Path],
-                      step: Callable[[str], None]
-                      ) -> tuple[Manifest, tuple]:
+                      step: Callable[[str], None]) -> tuple[Manifest, dict[str, Any]]:
+    """Write generation ``number`` into ``gen``. A paper whose result is unchanged since the
+    current generation (same digest) is not rebuilt: its index rows are copied, its
+    extraction.jsonl line reused (re-rendered when one of its entities changed)."""
+    from collections import Counter
+
     from kg import rdf
+    from kg.analysis import paper_part
     from kg.exports import write_exports
+    from kg.io import result_to_dict
     from kg.vocab import load_vocabulary
 
     vocab = load_vocabulary()
-    entity_digests = {eid: _digest(e) for eid, e in sorted(corpus.entities.items())}
-    concepts = tuple(sorted(rdf.concepts_described(corpus, vocab)))
+    entities = resolved.entities
+    entity_digests = {eid: _digest(e) for eid, e in sorted(entities.items())}
+    concepts = tuple(sorted(rdf.concepts_described(Corpus((), entities), vocab)))
+    previous_gen = root / META / _gen_name(current.generation) if current else None
+    delta = (current is not None and current.pipeline == pipeline
+             and (previous_gen / "store").is_dir())
+    # Files other than extraction.jsonl are written from every paper's result.
+    corpus = resolved.corpus() if set(chosen) - {"extraction.jsonl"} or not delta else None
+    previous = _Previous(previous_gen, current) if delta else None
+    lean = corpus is None
+    reuse = {pid for pid in resolved.order
+             if previous and previous.reusable(pid, resolved.digests[pid], lean)}
+    fresh = {pid: resolved.result(pid) for pid in resolved.order if pid not in reuse}
+    # The index keeps papers without their source ("file:line" of this run's inputs): a row
+    # reused by later builds must not depend on where the paper was read that time.
+    parts = {pid: (part := paper_part(result))._replace(paper=replace(part.paper, source=""))
+             for pid, result in fresh.items()}
+    states = {pid: previous.states[pid] if pid in reuse else
+              _state_of(fresh[pid], parts[pid]) for pid in resolved.order}
+    links = tuple(sorted({link for state in states.values() for link in state.links}))
     triples = None
     if any(name in chosen for name in ("graph.nt", "graph.ttl", "graph.jsonld")):
         step("RDF triples")
         triples = rdf.corpus_triples(corpus, vocab)
-    links = tuple(sorted({(r.subject, r.predicate, r.object) for result in corpus.results
-                          for r in result.relations if r.subject != result.paper.id}))
     step("query store")
-    previous = root / META / _gen_name(current.generation) / "store" if current else None
-    if current is not None and current.pipeline == pipeline and previous.is_dir():
-        n_triples = _store_delta(previous, gen / "store", corpus, vocab, current,
-                                 paper_digests, entity_digests, concepts, links)
+    if delta:
+        n_triples = _store_delta(previous_gen / "store", gen / "store", entities, fresh, vocab,
+                                 current, resolved.digests, entity_digests, concepts, links)
     else:
         n_triples = _store_full(gen / "store", corpus, vocab, triples)
     step("query index")
-    counts = _write_index(gen / "index.sqlite", corpus, vocab)
+    counts = _write_index(gen / "index.sqlite", previous, reuse, parts, states, entities,
+                          vocab)
+    predicates: Counter[str] = Counter()
+    for state in states.values():
+        predicates.update(dict(state.predicates))
+    lines = None
+    if lean and "extraction.jsonl" in chosen:
+        changed = {eid for eid, d in entity_digests.items()
+                   if current.entity_digests.get(eid) != d}
+        lines = []
+        for pid in resolved.order:
+            if pid in fresh:
+                data = result_to_dict(fresh[pid], entities)
+            elif changed.intersection(states[pid].mentioned):
+                data = json.loads(previous.lines[pid])
+                for entry in data["entities"]:
+                    e = entities[entry["id"]]
+                    entry.update(type=e.type, name=e.name, aliases=list(e.aliases),
+                                 concept=e.concept)
+            else:
+                lines.append(previous.lines[pid])
+                continue
+            lines.append(json.dumps(data, ensure_ascii=False) + "\n")
     record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
-                           triples=triples, n_triples=n_triples)
+                           triples=triples, n_triples=n_triples, lines=lines,
+                           counts={"papers": len(resolved.order), "entities": len(entities),
+                                   "relations": sum(predicates.values()),
+                                   "skipped": len(resolved.skipped)})
     manifest = Manifest(number, pipeline, keys, asked, tuple(sorted(record.files)),
-                        dict(record.counts), paper_digests, entity_digests, concepts, failed,
-                        links)
+                        dict(record.counts), resolved.digests, entity_digests, concepts,
+                        resolved.failed, links)
     _write_json(gen / "manifest.json", manifest.as_dict())
-    return manifest, tuple((e, n) for e, n in counts if n >= 2)
+    return manifest, {"shared": tuple((e, n) for e, n in counts if n >= 2),
+                      "entity_types": dict(Counter(e.type for e in entities.values())),
+                      "predicates": dict(predicates)}
 
 
 def _write_json(path: Path, data: object) -> None:
@@ -770,11 +904,13 @@ def _store_full(path: Path, corpus: Corpus, vocab, triples: list | None) -> int:
     return size
 
 
-def _store_delta(previous: Path, path: Path, corpus: Corpus, vocab, current: Manifest,
-                 paper_digests: dict[str, str], entity_digests: dict[str, str],
+def _store_delta(previous: Path, path: Path, entities: dict, results: Mapping[str, Any],
+                 vocab, current: Manifest, paper_digests: dict[str, str],
+                 entity_digests: dict[str, str],
                  concepts: tuple[str, ...], links: tuple[tuple[str, str, str], ...]) -> int:
     """A checkpoint of the previous store with the changed papers, entities and concepts
-    replaced: what ``_store_full`` of the new corpus would hold."""
+    replaced: what ``_store_full`` of the new corpus would hold. ``results`` hold (at least)
+    every paper whose digest changed."""
     import pyoxigraph as ox
 
     from kg import rdf
@@ -828,10 +964,9 @@ def _store_delta(previous: Path, path: Path, corpus: Corpus, vocab, current: Man
         doomed.extend(ox.parse(input="".join(lines).encode(), format=ox.RdfFormat.N_TRIPLES))
     for quad in doomed:
         store.remove(ox.Quad(quad.subject, quad.predicate, quad.object))
-    by_id = {r.paper.id: r for r in corpus.results}
     triples = rdf.partial_triples(
-        corpus, [by_id[p] for p in new_papers], [corpus.entities[e] for e in new_entities],
-        new_concepts, vocab)
+        Corpus((), entities), [results[p] for p in new_papers],
+        [entities[e] for e in new_entities], new_concepts, vocab)
     triples.extend(sorted(new_schemes - old_schemes))
     triples.extend(sorted((f"<{s}>", f"<{rdf.ONTOLOGY_NS}{p}>", f"<{o}>")
                           for s, p, o in wanted))
@@ -854,34 +989,50 @@ _TABLES = ("papers", "entities", "features", "postings", "factors", "entity_pape
 _PAIR_TABLES = ("evidence", "confidence")
 
 
-def _write_index(path: Path, corpus: Corpus, vocab) -> list:
-    """Write the query index; returns the technique counts it stores."""
-    from collections import defaultdict
-
-    from kg.analysis import TECHNIQUE_TYPES, build_index, result_key
+def _write_index(path: Path, previous: _Previous | None, reuse: set[str],
+                 parts: dict[str, Any], states: dict[str, _State], entities: dict, vocab
+                 ) -> list:
+    """Write the query index: rows of reused papers are copied from the previous generation,
+    those of ``parts`` (the papers rebuilt) written; the corpus-wide tables are computed from
+    every paper's state. Returns the technique counts it stores."""
+    from kg.analysis import TECHNIQUE_TYPES, PaperPart, assemble_index, result_key
     from kg.model import PaperResult
 
-    index = build_index(corpus, vocab)
+    every = {pid: parts[pid] if pid in parts else
+             PaperPart(Paper(*state.paper), {}, {}, frozenset(), state.counted)
+             for pid, state in states.items()}
+    index = assemble_index(every, entities, vocab)
     db = sqlite3.connect(path)
+    if reuse:  # (ATTACH cannot run inside a transaction)
+        db.execute("ATTACH DATABASE ? AS previous", (str(previous.gen / "index.sqlite"),))
     with db:
         for name in _TABLES:
-            values = getattr(index, name)
-            if name == "papers":  # the queries read only the paper of each result
-                values = {pid: PaperResult(r.paper, (), ()) for pid, r in values.items()}
+            if name in ("papers",):
+                continue
             db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
             db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
-                           ((k, pickle.dumps(v, 5)) for k, v in values.items()))
-        per_paper: dict[str, dict] = defaultdict(lambda: {"evidence": {}, "confidence": {},
-                                                          "used": set()})
-        for (pid, eid), span in index.evidence.items():
-            per_paper[pid]["evidence"][eid] = (span.text, span.start, span.end)
-        for (pid, eid), value in index.confidence.items():
-            per_paper[pid]["confidence"][eid] = value
-        for pid, eid in index.used:
-            per_paper[pid]["used"].add(eid)
-        db.execute("CREATE TABLE pairs (k TEXT PRIMARY KEY, v BLOB)")
-        db.executemany("INSERT INTO pairs VALUES (?, ?)",
-                       ((pid, pickle.dumps(per_paper[pid], 5)) for pid in sorted(per_paper)))
+                           ((k, pickle.dumps(v, 5)) for k, v in getattr(index, name).items()))
+        # Per-paper rows, in id order (the corpus order of a project): new ones pickled,
+        # reused ones copied as they are.
+        rows = {
+            "papers": ((pid, PaperResult(part.paper, (), ())) for pid, part in parts.items()),
+            "pairs": ((pid, {"evidence": part.evidence, "confidence": part.confidence,
+                             "used": set(part.used)}) for pid, part in parts.items()
+                      if part.evidence or part.confidence or part.used),
+            "state": ((pid, states[pid]) for pid in parts),
+        }
+        if reuse:
+            db.execute("CREATE TEMP TABLE reuse (k TEXT PRIMARY KEY)")
+            db.executemany("INSERT INTO reuse VALUES (?)", ((pid,) for pid in sorted(reuse)))
+        for name, new in rows.items():
+            db.execute(f'CREATE TEMP TABLE "new_{name}" (k TEXT PRIMARY KEY, v BLOB)')
+            db.executemany(f'INSERT INTO "new_{name}" VALUES (?, ?)',
+                           ((k, pickle.dumps(v, 5)) for k, v in new))
+            db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
+            old = (f'SELECT k, v FROM previous."{name}" WHERE k IN (SELECT k FROM reuse) '
+                   "UNION ALL " if reuse else "")
+            db.execute(f'INSERT INTO "{name}" SELECT k, v FROM ({old}'
+                       f'SELECT k, v FROM "new_{name}") ORDER BY k')
         db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB)")
         db.executemany("INSERT INTO meta VALUES (?, ?)", [
             ("texts", pickle.dumps(index.texts, 5)), ("vocab", pickle.dumps(vocab, 5))])

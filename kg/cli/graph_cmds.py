@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 
 import click
@@ -91,9 +90,8 @@ def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(),
         outcome = action(out_dir, what, formats=formats, workers=workers,
                          on_progress=on_progress, on_step=on_step, inputs=inputs,
                          **(engine or {}))
-    corpus = outcome.corpus or Corpus(())
-    report_skips(Corpus((), skipped=(*skipped, *corpus.skipped)), notices)
-    _summary(outcome, out_dir, top, len(skipped) + len(corpus.skipped))
+    report_skips(Corpus((), skipped=(*skipped, *outcome.skipped)), notices)
+    _summary(outcome, out_dir, top, len(skipped) + len(outcome.skipped))
 
 
 def _summary(outcome, out_dir: Path, top: int, skipped: int) -> None:
@@ -105,13 +103,11 @@ def _summary(outcome, out_dir: Path, top: int, skipped: int) -> None:
         for notice in outcome.notices:
             echo(f"note: {notice}")
         return
-    corpus = outcome.corpus
-    types = Counter(e.type for e in corpus.entities.values())
-    predicates = Counter(r.predicate for r in corpus.relations())
-    echo(f"papers: {len(corpus)}")
+    types, predicates = outcome.entity_types, outcome.predicates
+    echo(f"papers: {counts['papers']}")
     echo(f"changes: {len(outcome.added)} added, {len(outcome.changed)} changed, "
          f"{len(outcome.removed)} removed; {outcome.extracted} extracted")
-    echo(f"entities: {len(corpus.entities)}"
+    echo(f"entities: {counts['entities']}"
          + (" (" + ", ".join(f"{t} {n}" for t, n in sorted(types.items())) + ")" if types else ""))
     echo(f"relations: {sum(predicates.values())}"
          + (" (" + ", ".join(f"{p} {n}" for p, n in sorted(predicates.items())) + ")"
