@@ -12,7 +12,7 @@ ingest → ``Paper``; extract → ``Candidate``; resolve → ``Entity``, ``Relat
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 ENTITY_TYPES: tuple[str, ...] = (
     "Method", "Model", "Dataset", "Hardware", "Technique", "Task", "Metric",
@@ -38,6 +38,24 @@ PREDICATE_FOR_TYPE: dict[str, str] = {
 USE_PREDICATES: frozenset[str] = frozenset({"proposes", *PREDICATE_FOR_TYPE.values()})
 
 
+def _pickled_by_fields(cls):
+    """Pickle ``cls`` as its constructor and field values: 3-5× faster both ways than the
+    field-by-field state dataclasses give slotted classes (a project pickles these by the
+    thousand on every build)."""
+    import operator
+
+    names = [f.name for f in fields(cls)]
+    values = operator.attrgetter(*names)
+    one = len(names) == 1  # attrgetter of one name gives the value, not a tuple
+
+    def __reduce__(self):
+        return (cls, (values(self),) if one else values(self))
+
+    cls.__reduce__ = __reduce__
+    return cls
+
+
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Span:
     """A piece of a paper's text: ``text == paper.text[start:end]``."""
@@ -52,6 +70,7 @@ Mention = Span
 Evidence = Span
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Paper:
     """One input record. ``text`` (title + newline + abstract) is what offsets index into."""
@@ -82,6 +101,7 @@ class Paper:
         return out
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Concept:
     """A SKOS concept from ``ontology/vocab/*.ttl``."""
@@ -94,6 +114,7 @@ class Concept:
     matchable: bool = True  # False: kept for the hierarchy, its labels are too generic to match
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """A typed mention found by one extraction rule, before resolution."""
@@ -106,6 +127,7 @@ class Candidate:
     long_form: str | None = None  # set on an acronym whose long form the paper defines
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Entity:
     """One concept across the whole corpus; ``id`` is stable (derived from the concept/name)."""
@@ -117,6 +139,7 @@ class Entity:
     concept: str | None = None
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Relation:
     """``subject predicate object``; subject is a paper id or an entity id."""
@@ -129,6 +152,7 @@ class Relation:
     confidence: float
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class PaperResult:
     """What one paper yields: its entity ids with their mentions, and its relations."""
@@ -150,6 +174,7 @@ class PaperResult:
         return tuple(eid for eid, _ in self.mentions if eid in used)
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Skip:
     """A record that could not be used: where, and why (with the fix)."""
@@ -177,6 +202,7 @@ class Corpus:
             yield from result.relations
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Link:
     """A relation between candidates of one paper, before resolution.
@@ -192,6 +218,7 @@ class Link:
     confidence: float
 
 
+@_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Extraction:
     """What the extractor finds in one paper: candidates (non-overlapping) and links."""
