@@ -402,6 +402,9 @@ class _Resolved:
                 preps[papers[pid]] = prep
                 made.append((papers[pid], prep))
         cache.put_preps(made)
+        # Extractions are read again, a batch at a time, for the results a build needs: a
+        # first build does not hold every paper's extraction at once.
+        self.found = {k: v for k, v in self.found.items() if isinstance(v[1], str)}
         self.order = [pid for pid in ids if pid not in self.failed]
         decided = plan([preps[papers[pid]] for pid in self.order], vocab)
         self.entities = decided.entities
@@ -433,6 +436,18 @@ class _Resolved:
             return self._by_id[pid]
         extraction = expand(self._paper(pid), self._found(pid)[1])
         return paper_result(promote(extraction, self.kept[pid]), self.entity_ids[pid])
+
+    def results(self, pids: Sequence[str]) -> list:
+        """The results of ``pids``, their extractions read in one go and not kept."""
+        if self._corpus is not None:
+            return [self._by_id[pid] for pid in pids]
+        wanted = [self.keys[pid] for pid in pids if self.keys[pid] not in self.found]
+        self.found.update(self.cache.get(wanted))
+        try:
+            return [self.result(pid) for pid in pids]
+        finally:
+            for key in wanted:
+                del self.found[key]
 
     def corpus(self) -> Corpus:
         """Every paper's result, in id order."""
@@ -731,13 +746,19 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                       pipeline: str, asked: tuple[str, ...], chosen: tuple[str, ...],
                       current: Manifest | None, number: int, inputs: Sequence[str | Path],
                       step: Callable[[str], None]) -> tuple[Manifest, dict[str, Any]]:
-    """Write generation ``number`` into ``gen``. A paper whose result is unchanged since the
-    current generation (same digest) is not rebuilt: its index rows are copied, its
-    extraction.jsonl line reused (re-rendered when one of its entities changed)."""
+    """Write generation ``number`` into ``gen``.
+
+    Papers flow through in batches: each result becomes its index rows, its state, its
+    extraction.jsonl line and (for a new store) its triples, then is dropped, so a build
+    never holds every result (unless a file other than extraction.jsonl needs them all). A
+    paper whose result is unchanged since the current generation (same digest) is not
+    rebuilt at all: its index rows are copied, its line reused (re-rendered when one of its
+    entities changed).
+    """
     from collections import Counter
 
     from kg import rdf
-    from kg.analysis import paper_part
+    from kg.analysis import PaperPart, paper_part
     from kg.exports import write_exports
     from kg.io import result_to_dict
     from kg.vocab import load_vocabulary
@@ -749,19 +770,50 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     previous_gen = root / META / _gen_name(current.generation) if current else None
     delta = (current is not None and current.pipeline == pipeline
              and (previous_gen / "store").is_dir())
-    # Files other than extraction.jsonl are written from every paper's result.
-    corpus = resolved.corpus() if set(chosen) - {"extraction.jsonl"} or not delta else None
+    # Files other than extraction.jsonl are written from every paper's result at once.
+    corpus = resolved.corpus() if set(chosen) - {"extraction.jsonl"} else None
     previous = _Previous(previous_gen, current) if delta else None
-    lean = corpus is None
+    need_lines = corpus is None and "extraction.jsonl" in chosen
     reuse = {pid for pid in resolved.order
-             if previous and previous.reusable(pid, resolved.digests[pid], lean)}
-    fresh = {pid: resolved.result(pid) for pid in resolved.order if pid not in reuse}
-    # The index keeps papers without their source ("file:line" of this run's inputs): a row
-    # reused by later builds must not depend on where the paper was read that time.
-    parts = {pid: (part := paper_part(result))._replace(paper=replace(part.paper, source=""))
-             for pid, result in fresh.items()}
-    states = {pid: previous.states[pid] if pid in reuse else
-              _state_of(fresh[pid], parts[pid]) for pid in resolved.order}
+             if previous and previous.reusable(pid, resolved.digests[pid], need_lines)}
+    step("rows, lines and triples of each paper")
+    index = _IndexWriter(gen / "index.sqlite", previous.gen if reuse else None)
+    light: dict[str, PaperPart] = {}
+    states: dict[str, _State] = {}
+    lines: dict[str, str] = {}
+    changed: dict[str, Any] = {}  # results of papers whose digest changed (the store delta)
+    text = None if delta else (gen / "store.nt").open("w", encoding="utf-8", newline="")
+    try:
+        for batch in _chunked([pid for pid in resolved.order if pid not in reuse], 500):
+            results = resolved.results(batch)
+            for pid, result in zip(batch, results, strict=True):
+                # The index keeps papers without their source ("file:line" of this run's
+                # inputs): a row reused later must not depend on where it was read.
+                part = paper_part(result)
+                part = part._replace(paper=replace(part.paper, source=""))
+                states[pid] = _state_of(result, part)
+                index.add(pid, part, states[pid])
+                light[pid] = PaperPart(part.paper, {}, {}, frozenset(), part.counted)
+                if need_lines:
+                    lines[pid] = json.dumps(result_to_dict(result, entities),
+                                            ensure_ascii=False) + "\n"
+                if delta and current.paper_digests.get(pid) != resolved.digests[pid]:
+                    changed[pid] = result
+            if text is not None:
+                text.writelines(f"{s} {p} {o} .\n" for s, p, o in rdf.partial_triples(
+                    Corpus((), entities), results, (), (), vocab))
+        if text is not None:
+            text.writelines(f"{s} {p} {o} .\n" for s, p, o in rdf.partial_triples(
+                Corpus((), entities), (), entities.values(), concepts, vocab))
+    finally:
+        if text is not None:
+            text.close()
+    for pid in reuse:
+        states[pid] = previous.states[pid]
+        light[pid] = PaperPart(Paper(*states[pid].paper), {}, {}, frozenset(),
+                               states[pid].counted)
+    states = {pid: states[pid] for pid in resolved.order}
+    light = {pid: light[pid] for pid in resolved.order}
     links = tuple(sorted({link for state in states.values() for link in state.links}))
     triples = None
     if any(name in chosen for name in ("graph.nt", "graph.ttl", "graph.jsonld")):
@@ -769,36 +821,35 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
         triples = rdf.corpus_triples(corpus, vocab)
     step("query store")
     if delta:
-        n_triples = _store_delta(previous_gen / "store", gen / "store", entities, fresh, vocab,
-                                 current, resolved.digests, entity_digests, concepts, links)
+        n_triples = _store_delta(previous_gen / "store", gen / "store", entities, changed,
+                                 vocab, current, resolved.digests, entity_digests, concepts,
+                                 links)
     else:
-        n_triples = _store_full(gen / "store", corpus, vocab, triples)
+        n_triples = _store_full(gen / "store", gen / "store.nt")
     step("query index")
-    counts = _write_index(gen / "index.sqlite", previous, reuse, parts, states, entities,
-                          vocab)
+    counts = index.finish(reuse, light, entities, vocab)
     predicates: Counter[str] = Counter()
     for state in states.values():
         predicates.update(dict(state.predicates))
-    lines = None
-    if lean and "extraction.jsonl" in chosen:
-        changed = {eid for eid, d in entity_digests.items()
-                   if current.entity_digests.get(eid) != d}
-        lines = []
+    ordered = None
+    if need_lines:
+        renamed = {eid for eid, d in entity_digests.items()
+                   if current is None or current.entity_digests.get(eid) != d}
+        ordered = []
         for pid in resolved.order:
-            if pid in fresh:
-                data = result_to_dict(fresh[pid], entities)
-            elif changed.intersection(states[pid].mentioned):
+            if pid in lines:
+                ordered.append(lines.pop(pid))
+            elif renamed.intersection(states[pid].mentioned):
                 data = json.loads(previous.lines[pid])
                 for entry in data["entities"]:
                     e = entities[entry["id"]]
                     entry.update(type=e.type, name=e.name, aliases=list(e.aliases),
                                  concept=e.concept)
+                ordered.append(json.dumps(data, ensure_ascii=False) + "\n")
             else:
-                lines.append(previous.lines[pid])
-                continue
-            lines.append(json.dumps(data, ensure_ascii=False) + "\n")
+                ordered.append(previous.lines[pid])
     record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
-                           triples=triples, n_triples=n_triples, lines=lines,
+                           triples=triples, n_triples=n_triples, lines=ordered,
                            counts={"papers": len(resolved.order), "entities": len(entities),
                                    "relations": sum(predicates.values()),
                                    "skipped": len(resolved.skipped)})
@@ -872,29 +923,11 @@ def _prune(meta: Path, cache: _Cache, manifest: Manifest, previous: Manifest | N
 # ------------------------------------------------------------------ the RDF store
 
 
-def _store_full(path: Path, corpus: Corpus, vocab, triples: list | None) -> int:
-    """A new store holding the corpus graph, bulk-loaded from N-Triples streamed through a
-    temporary file: neither the whole text nor (without ``triples``) the list of triples is
-    ever held in memory."""
+def _store_full(path: Path, text: Path) -> int:
+    """A new store bulk-loaded from the N-Triples file ``text`` (removed afterwards): the
+    triples were streamed there paper by paper, never all held in memory."""
     import pyoxigraph as ox
 
-    from kg import rdf
-
-    def chunks():
-        if triples is not None:
-            for i in range(0, len(triples), 50_000):
-                yield triples[i:i + 50_000]
-            return
-        results = corpus.results
-        for i in range(0, len(results), 500):
-            yield rdf.partial_triples(corpus, results[i:i + 500], (), (), vocab)
-        yield rdf.partial_triples(corpus, (), corpus.entities.values(),
-                                  sorted(rdf.concepts_described(corpus, vocab)), vocab)
-
-    text = path.parent / "store.nt"
-    with text.open("w", encoding="utf-8", newline="") as fh:
-        for chunk in chunks():
-            fh.write("".join(f"{s} {p} {o} .\n" for s, p, o in chunk))
     store = ox.Store(str(path))
     store.bulk_load(path=str(text), format=ox.RdfFormat.N_TRIPLES)
     store.flush()
@@ -997,64 +1030,81 @@ _BLOBS = ("order", "idf", "info", "names", "concept_entity", "titles", "labels",
 _PAIR_TABLES = ("evidence", "confidence")
 
 
-def _write_index(path: Path, previous: _Previous | None, reuse: set[str],
-                 parts: dict[str, Any], states: dict[str, _State], entities: dict, vocab
-                 ) -> list:
-    """Write the query index: rows of reused papers are copied from the previous generation,
-    those of ``parts`` (the papers rebuilt) written; the corpus-wide tables are computed from
-    every paper's state. Returns the technique counts it stores."""
-    from kg.analysis import TECHNIQUE_TYPES, PaperPart, assemble_index, result_key
-    from kg.model import PaperResult
+class _IndexWriter:
+    """Writes a generation's query index: rows of papers rebuilt as they come (``add``),
+    rows of reused papers copied from the previous generation's index, and the corpus-wide
+    tables computed from every paper's part (``finish``)."""
 
-    every = {pid: parts[pid] if pid in parts else
-             PaperPart(Paper(*state.paper), {}, {}, frozenset(), state.counted)
-             for pid, state in states.items()}
-    index = assemble_index(every, entities, vocab)
-    db = sqlite3.connect(path)
-    if reuse:  # (ATTACH cannot run inside a transaction)
-        db.execute("ATTACH DATABASE ? AS previous", (str(previous.gen / "index.sqlite"),))
-    with db:
-        for name in _TABLES:
-            if name in ("papers",):
-                continue
-            db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
-            db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
-                           ((k, pickle.dumps(v, 5)) for k, v in getattr(index, name).items()))
-        # Per-paper rows, in id order (the corpus order of a project): new ones pickled,
-        # reused ones copied as they are.
-        rows = {
-            "papers": ((pid, PaperResult(part.paper, (), ())) for pid, part in parts.items()),
-            "pairs": ((pid, {"evidence": part.evidence, "confidence": part.confidence,
-                             "used": set(part.used)}) for pid, part in parts.items()
-                      if part.evidence or part.confidence or part.used),
-            "state": ((pid, states[pid]) for pid in parts),
-        }
-        if reuse:
-            db.execute("CREATE TEMP TABLE reuse (k TEXT PRIMARY KEY)")
-            db.executemany("INSERT INTO reuse VALUES (?)", ((pid,) for pid in sorted(reuse)))
-        for name, new in rows.items():
-            db.execute(f'CREATE TEMP TABLE "new_{name}" (k TEXT PRIMARY KEY, v BLOB)')
-            db.executemany(f'INSERT INTO "new_{name}" VALUES (?, ?)',
-                           ((k, pickle.dumps(v, 5)) for k, v in new))
-            db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
-            old = (f'SELECT k, v FROM previous."{name}" WHERE k IN (SELECT k FROM reuse) '
-                   "UNION ALL " if reuse else "")
-            db.execute(f'INSERT INTO "{name}" SELECT k, v FROM ({old}'
-                       f'SELECT k, v FROM "new_{name}") ORDER BY k')
-        db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB)")
-        db.executemany("INSERT INTO meta VALUES (?, ?)", [
-            ("texts", pickle.dumps(index.texts, 5)),
-            *((f"table:{name}", pickle.dumps(getattr(index, name), 5)) for name in _BLOBS)])
-        if reuse:  # the same pipeline, so the same vocabulary
-            db.execute("INSERT INTO meta SELECT k, v FROM previous.meta WHERE k = 'vocab'")
-        else:
-            db.execute("INSERT INTO meta VALUES ('vocab', ?)", (pickle.dumps(vocab, 5),))
-        slow = _slow_results(index)
-        db.execute("CREATE TABLE results (k TEXT PRIMARY KEY, v BLOB)")
-        db.executemany("INSERT INTO results VALUES (?, ?)",
-                       ((k, pickle.dumps(v, 5)) for k, v in slow.items()))
-    db.close()
-    return slow[result_key("technique_counts", TECHNIQUE_TYPES)]
+    _PER_PAPER = ("papers", "pairs", "state")
+
+    def __init__(self, path: Path, previous: Path | None) -> None:
+        self.db = sqlite3.connect(path)
+        # A new file no reader sees before the generation commits (which fsyncs it).
+        self.db.execute("PRAGMA journal_mode = OFF")
+        self.db.execute("PRAGMA synchronous = OFF")
+        if previous is not None:  # (ATTACH cannot run inside a transaction)
+            self.db.execute("ATTACH DATABASE ? AS previous", (str(previous / "index.sqlite"),))
+        for name in self._PER_PAPER:
+            self.db.execute(f'CREATE TEMP TABLE "new_{name}" (k TEXT PRIMARY KEY, v BLOB)')
+        self.rows: dict[str, list] = {name: [] for name in self._PER_PAPER}
+
+    def add(self, pid: str, part, state: _State) -> None:
+        from kg.model import PaperResult
+
+        self.rows["papers"].append((pid, PaperResult(part.paper, (), ())))
+        if part.evidence or part.confidence or part.used:
+            self.rows["pairs"].append((pid, {"evidence": part.evidence,
+                                             "confidence": part.confidence,
+                                             "used": set(part.used)}))
+        self.rows["state"].append((pid, state))
+        if len(self.rows["state"]) >= 500:
+            self._flush()
+
+    def _flush(self) -> None:
+        for name, rows in self.rows.items():
+            self.db.executemany(f'INSERT INTO "new_{name}" VALUES (?, ?)',
+                                ((k, pickle.dumps(v, 5)) for k, v in rows))
+            rows.clear()
+
+    def finish(self, reuse: set[str], parts: dict[str, Any], entities: dict, vocab) -> list:
+        """Write every table; ``parts`` of every paper, in id order. Returns the technique
+        counts the index stores."""
+        from kg.analysis import TECHNIQUE_TYPES, assemble_index, result_key
+
+        self._flush()
+        index = assemble_index(parts, entities, vocab)
+        db = self.db
+        with db:
+            for name in _TABLES:
+                if name != "papers":
+                    db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
+                    db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
+                                   ((k, pickle.dumps(v, 5))
+                                    for k, v in getattr(index, name).items()))
+            if reuse:
+                db.execute("CREATE TEMP TABLE reuse (k TEXT PRIMARY KEY)")
+                db.executemany("INSERT INTO reuse VALUES (?)", ((p,) for p in sorted(reuse)))
+            for name in self._PER_PAPER:  # in id order, the corpus order of a project
+                db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
+                old = (f'SELECT k, v FROM previous."{name}" WHERE k IN (SELECT k FROM reuse) '
+                       "UNION ALL " if reuse else "")
+                db.execute(f'INSERT INTO "{name}" SELECT k, v FROM ({old}'
+                           f'SELECT k, v FROM "new_{name}") ORDER BY k')
+            db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB)")
+            db.executemany("INSERT INTO meta VALUES (?, ?)", [
+                ("texts", pickle.dumps(index.texts, 5)),
+                *((f"table:{name}", pickle.dumps(getattr(index, name), 5))
+                  for name in _BLOBS)])
+            if reuse:  # the same pipeline, so the same vocabulary
+                db.execute("INSERT INTO meta SELECT k, v FROM previous.meta WHERE k = 'vocab'")
+            else:
+                db.execute("INSERT INTO meta VALUES ('vocab', ?)", (pickle.dumps(vocab, 5),))
+            slow = _slow_results(index)
+            db.execute("CREATE TABLE results (k TEXT PRIMARY KEY, v BLOB)")
+            db.executemany("INSERT INTO results VALUES (?, ?)",
+                           ((k, pickle.dumps(v, 5)) for k, v in slow.items()))
+        db.close()
+        return slow[result_key("technique_counts", TECHNIQUE_TYPES)]
 
 
 def _slow_results(index) -> dict[str, object]:
