@@ -293,7 +293,7 @@ def write_exports(
         ("graph.graphml", lambda p: write_graphml(corpus, p)),
         ("nodes.csv", None),  # with edges.csv
         ("extraction.jsonl", lambda p: _write_jsonl(corpus, p, write_jsonl) if lines is None
-         else _write_text(p, "".join(lines))),
+         else _write_lines(p, lines)),
     ]
     notices: list[str] = []
     for name, write in writers:
@@ -338,6 +338,11 @@ def _write_text(path: Path, text: str) -> None:
     # newline="" so the bytes are the same on every platform.
     with path.open("w", encoding="utf-8", newline="") as fh:
         fh.write(text)
+
+
+def _write_lines(path: Path, lines: Sequence[str]) -> None:
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        fh.writelines(lines)
 
 
 def _write_jsonl(corpus: Corpus, path: Path, write_jsonl) -> None:
