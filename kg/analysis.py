@@ -332,18 +332,18 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
 
     Its ``papers`` hold each paper with empty mentions and relations, and ``evidence``,
     ``confidence`` and ``used`` are left empty: ``build_index`` fills them, a project stores
-    them per paper. ``features`` given are used as they are (a project reuses them).
+    them per paper. ``features`` given (of some papers) are used as they are (a project
+    reuses them); the others are computed.
     """
     vocab = vocab or load_vocabulary()
     entities = dict(entities)
     concept_entity = {e.concept: eid for eid, e in sorted(entities.items()) if e.concept}
     info: dict[str, tuple[str, str]] = {eid: (e.name, e.type) for eid, e in entities.items()}
     depths_of: dict[str, dict[str, int]] = {}
-    if features is None:
-        features = {pid: paper_features(part.counted, entities, concept_entity, vocab,
-                                        depths_of) for pid, part in parts.items()}
-    else:
-        features = dict(features)
+    given = features or {}
+    features = {pid: given[pid] if pid in given else
+                paper_features(part.counted, entities, concept_entity, vocab, depths_of)
+                for pid, part in parts.items()}
     # Names of the broader concepts counted entities inherit (features or not).
     seen: set[str] = set()
     for part in parts.values():

@@ -700,19 +700,20 @@ class _State(NamedTuple):
     links: tuple[tuple[str, str, str], ...]  # entity → entity relations it asserts
     predicates: tuple[tuple[str, int], ...]  # its relations per predicate
     mentioned: tuple[str, ...]  # entity ids its extraction.jsonl line describes
+    features: dict  # its index features (kg.analysis.paper_features), as last computed
 
 
 _PAPER_FIELDS = tuple(f.name for f in fields(Paper))
 
 
-def _state_of(result, part) -> _State:
+def _state_of(result, part, features: dict) -> _State:
     from collections import Counter
 
     return _State(tuple(getattr(part.paper, f) for f in _PAPER_FIELDS), part.counted,
                   tuple(sorted({(r.subject, r.predicate, r.object) for r in result.relations
                                 if r.subject != result.paper.id})),
                   tuple(sorted(Counter(r.predicate for r in result.relations).items())),
-                  result.entity_ids)
+                  result.entity_ids, features)
 
 
 class _Previous:
@@ -737,6 +738,40 @@ class _Previous:
             if len(lines) == len(order):
                 self.lines = dict(zip(order, lines, strict=True))
 
+    def stale_features(self, entities: dict, concept_entity: dict[str, str], vocab,
+                       depths: dict[str, dict[str, int]]) -> Callable[[Sequence[str]], bool]:
+        """A test of a reused paper's counted entities: True when its stored features may
+        differ today (an entity's concept changed, or which entity stands for one of their
+        broader concepts)."""
+        from kg.analysis import _ancestor_depths
+
+        db = sqlite3.connect(f"file:{self.gen / 'index.sqlite'}?mode=ro", uri=True)
+        try:
+            before = {k: pickle.loads(v).concept for k, v in
+                      db.execute("SELECT k, v FROM entities")}
+        finally:
+            db.close()
+        was = {c: eid for eid, c in sorted(before.items()) if c}
+        moved = {iri for iri in was.keys() | concept_entity.keys()
+                 if was.get(iri) != concept_entity.get(iri)}
+        hit: dict[str, bool] = {}
+
+        def stale(counted: Sequence[str]) -> bool:
+            for eid in counted:
+                concept = entities[eid].concept if eid in entities else None
+                if before.get(eid) != concept:
+                    return True
+                if concept:
+                    if concept not in hit:
+                        if concept not in depths:
+                            depths[concept] = _ancestor_depths(vocab, concept)
+                        hit[concept] = not moved.isdisjoint(depths[concept])
+                    if hit[concept]:
+                        return True
+            return False
+
+        return stale
+
     def reusable(self, pid: str, digest: str, need_line: bool) -> bool:
         return (pid in self.states and self.manifest.paper_digests.get(pid) == digest
                 and (pid in self.lines or not need_line))
@@ -758,7 +793,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     from collections import Counter
 
     from kg import rdf
-    from kg.analysis import PaperPart, paper_part
+    from kg.analysis import PaperPart, paper_features, paper_part
     from kg.exports import write_exports
     from kg.io import result_to_dict
     from kg.vocab import load_vocabulary
@@ -776,6 +811,8 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     need_lines = corpus is None and "extraction.jsonl" in chosen
     reuse = {pid for pid in resolved.order
              if previous and previous.reusable(pid, resolved.digests[pid], need_lines)}
+    concept_entity = {e.concept: eid for eid, e in sorted(entities.items()) if e.concept}
+    depths: dict[str, dict[str, int]] = {}
     step("rows, lines and triples of each paper")
     index = _IndexWriter(gen / "index.sqlite", previous.gen if reuse else None)
     light: dict[str, PaperPart] = {}
@@ -793,7 +830,8 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                 # inputs): a row reused later must not depend on where it was read.
                 part = paper_part(result)
                 part = part._replace(paper=replace(part.paper, source=""))
-                states[pid] = _state_of(result, part)
+                states[pid] = _state_of(result, part, paper_features(
+                    part.counted, entities, concept_entity, vocab, depths))
                 index.add(pid, part, states[pid])
                 light[pid] = PaperPart(part.paper, {}, {}, frozenset(), part.counted)
                 if need_lines:
@@ -809,10 +847,15 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     finally:
         if store is not None:
             n_triples = store.close()
+    stale = previous.stale_features(entities, concept_entity, vocab, depths) if reuse else None
     for pid in reuse:
-        states[pid] = previous.states[pid]
-        light[pid] = PaperPart(Paper(*states[pid].paper), {}, {}, frozenset(),
-                               states[pid].counted)
+        state = previous.states[pid]
+        if stale(state.counted):
+            state = state._replace(features=paper_features(state.counted, entities,
+                                                           concept_entity, vocab, depths))
+            index.restate(pid, state)
+        states[pid] = state
+        light[pid] = PaperPart(Paper(*state.paper), {}, {}, frozenset(), state.counted)
     states = {pid: states[pid] for pid in resolved.order}
     light = {pid: light[pid] for pid in resolved.order}
     links = tuple(sorted({link for state in states.values() for link in state.links}))
@@ -826,7 +869,8 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                                  vocab, current, resolved.digests, entity_digests, concepts,
                                  links)
     step("query index")
-    counts = index.finish(reuse, light, entities, vocab)
+    counts = index.finish(reuse, light, entities, vocab,
+                          {pid: state.features for pid, state in states.items()})
     predicates: Counter[str] = Counter()
     for state in states.values():
         predicates.update(dict(state.predicates))
@@ -1053,6 +1097,7 @@ class _IndexWriter:
         for name in self._PER_PAPER:
             self.db.execute(f'CREATE TEMP TABLE "new_{name}" (k TEXT PRIMARY KEY, v BLOB)')
         self.rows: dict[str, list] = {name: [] for name in self._PER_PAPER}
+        self.restated: set[str] = set()
 
     def add(self, pid: str, part, state: _State) -> None:
         from kg.model import PaperResult
@@ -1066,19 +1111,25 @@ class _IndexWriter:
         if len(self.rows["state"]) >= 500:
             self._flush()
 
+    def restate(self, pid: str, state: _State) -> None:
+        """Write the state of a reused paper anew (its features were recomputed)."""
+        self.rows["state"].append((pid, state))
+        self.restated.add(pid)
+
     def _flush(self) -> None:
         for name, rows in self.rows.items():
             self.db.executemany(f'INSERT INTO "new_{name}" VALUES (?, ?)',
                                 ((k, pickle.dumps(v, 5)) for k, v in rows))
             rows.clear()
 
-    def finish(self, reuse: set[str], parts: dict[str, Any], entities: dict, vocab) -> list:
-        """Write every table; ``parts`` of every paper, in id order. Returns the technique
-        counts the index stores."""
+    def finish(self, reuse: set[str], parts: dict[str, Any], entities: dict, vocab,
+               features: dict[str, dict]) -> list:
+        """Write every table; ``parts`` and ``features`` of every paper, in id order. Returns
+        the technique counts the index stores."""
         from kg.analysis import TECHNIQUE_TYPES, assemble_index, result_key
 
         self._flush()
-        index = assemble_index(parts, entities, vocab)
+        index = assemble_index(parts, entities, vocab, features=features)
         db = self.db
         with db:
             for name in _TABLES:
@@ -1088,11 +1139,14 @@ class _IndexWriter:
                                    ((k, pickle.dumps(v, 5))
                                     for k, v in getattr(index, name).items()))
             if reuse:
-                db.execute("CREATE TEMP TABLE reuse (k TEXT PRIMARY KEY)")
-                db.executemany("INSERT INTO reuse VALUES (?)", ((p,) for p in sorted(reuse)))
+                db.execute("CREATE TEMP TABLE reuse (k TEXT PRIMARY KEY, restated INTEGER)")
+                db.executemany("INSERT INTO reuse VALUES (?, ?)",
+                               ((p, p in self.restated) for p in sorted(reuse)))
             for name in self._PER_PAPER:  # in id order, the corpus order of a project
                 db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
-                old = (f'SELECT k, v FROM previous."{name}" WHERE k IN (SELECT k FROM reuse) '
+                which = "SELECT k FROM reuse" + (" WHERE NOT restated" if name == "state"
+                                                 else "")
+                old = (f'SELECT k, v FROM previous."{name}" WHERE k IN ({which}) '
                        "UNION ALL " if reuse else "")
                 db.execute(f'INSERT INTO "{name}" SELECT k, v FROM ({old}'
                            f'SELECT k, v FROM "new_{name}") ORDER BY k')
