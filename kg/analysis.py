@@ -772,18 +772,19 @@ def _louvain(n: int, edges: list[tuple[int, int]], weights: list[float], seed: i
     import random
 
     import igraph
+    from igraph._igraph import GraphBase  # igraph.Graph() imports numpy (0.1 s) for nothing
 
-    graph = igraph.Graph(n=n, edges=edges)
-    graph.es["weight"] = weights
+    graph = GraphBase(n, edges, False)
     # igraph draws from the generator set here; a private one keeps `random` untouched.
     igraph.set_random_number_generator(random.Random(seed))
     try:
-        membership = graph.community_multilevel(weights="weight").membership
+        membership = graph.community_multilevel(weights)
     finally:
         igraph.set_random_number_generator(random)
+    degrees = graph.degree()
     groups: dict[int, list[int]] = defaultdict(list)
     for node, community in enumerate(membership):
-        if graph.degree(node):
+        if degrees[node]:
             groups[community].append(node)
     return list(groups.values())
 def _cluster_terms(index: AnalysisIndex, pids: list[str], n: int) -> tuple[tuple[str, float], ...]:
