@@ -372,9 +372,11 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
         if iri and iri in vocab.concepts:
             broader[key] = frozenset(key_of[a] for a in vocab.ancestors(iri))
     postings_lists: dict[str, list[str]] = defaultdict(list)
+    factor_lists: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for pid, own in features.items():
-        for key in own:
+        for key, feature in own.items():
             postings_lists[key].append(pid)
+            factor_lists[key].append((pid, feature.factor))
     entity_papers: dict[str, list[str]] = defaultdict(list)
     for pid, part in parts.items():
         for eid in part.counted:
@@ -400,7 +402,7 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
     for e in entities.values():
         for form in (e.name, *e.aliases):
             labels.setdefault(form.casefold(), form)
-    factors = {k: tuple((p, features[p][k].factor) for p in v) for k, v in postings.items()}
+    factors = {k: tuple(factor_lists[k]) for k in postings}
     return AnalysisIndex({pid: PaperResult(part.paper, (), ()) for pid, part in parts.items()},
                          entities, features, postings, factors,
                          {k: tuple(v) for k, v in entity_papers.items()},

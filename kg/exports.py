@@ -256,7 +256,7 @@ def write_exports(
     on_step: Callable[[str], None] | None = None,
     triples: list | None = None,
     n_triples: int | None = None,
-    lines: Sequence[str] | None = None,
+    lines: Sequence[bytes] | None = None,
     counts: dict[str, int] | None = None,
 ) -> BuildRecord:
     """Write the export set of ``kg build`` into ``out_dir`` and finish with ``build.json``.
@@ -340,8 +340,8 @@ def _write_text(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _write_lines(path: Path, lines: Sequence[str]) -> None:
-    with path.open("w", encoding="utf-8", newline="") as fh:
+def _write_lines(path: Path, lines: Sequence[bytes]) -> None:
+    with path.open("wb") as fh:
         fh.writelines(lines)
 
 

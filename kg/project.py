@@ -722,7 +722,7 @@ class _Previous:
     def __init__(self, gen: Path, manifest: Manifest) -> None:
         self.gen, self.manifest = gen, manifest
         self.states: dict[str, _State] = {}
-        self.lines: dict[str, str] = {}
+        self.lines: dict[str, bytes] = {}
         try:
             db = sqlite3.connect(f"file:{gen / 'index.sqlite'}?mode=ro", uri=True)
             try:
@@ -733,8 +733,8 @@ class _Previous:
             return
         if "extraction.jsonl" in manifest.written:
             order = [pid for pid in sorted(manifest.papers) if pid not in manifest.failed]
-            with (gen / "extraction.jsonl").open(encoding="utf-8", newline="") as fh:
-                lines = fh.read().splitlines(keepends=True)
+            # Bytes: reused lines are written back as they are, never decoded.
+            lines = (gen / "extraction.jsonl").read_bytes().splitlines(keepends=True)
             if len(lines) == len(order):
                 self.lines = dict(zip(order, lines, strict=True))
 
@@ -817,7 +817,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     index = _IndexWriter(gen / "index.sqlite", previous.gen if reuse else None)
     light: dict[str, PaperPart] = {}
     states: dict[str, _State] = {}
-    lines: dict[str, str] = {}
+    lines: dict[str, bytes] = {}
     changed: dict[str, Any] = {}  # results of papers whose digest changed (the store delta)
     # A new store takes each batch's triples as they come: pyoxigraph's bulk loader holds
     # what it is given (0.84 GB for one conference file, 0.16 GB a batch at a time).
@@ -835,8 +835,8 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                 index.add(pid, part, states[pid])
                 light[pid] = PaperPart(part.paper, {}, {}, frozenset(), part.counted)
                 if need_lines:
-                    lines[pid] = json.dumps(result_to_dict(result, entities),
-                                            ensure_ascii=False) + "\n"
+                    lines[pid] = (json.dumps(result_to_dict(result, entities),
+                                             ensure_ascii=False) + "\n").encode("utf-8")
                 if delta and current.paper_digests.get(pid) != resolved.digests[pid]:
                     changed[pid] = result
             if store is not None:
@@ -883,12 +883,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
             if pid in lines:
                 ordered.append(lines.pop(pid))
             elif renamed.intersection(states[pid].mentioned):
-                data = json.loads(previous.lines[pid])
-                for entry in data["entities"]:
-                    e = entities[entry["id"]]
-                    entry.update(type=e.type, name=e.name, aliases=list(e.aliases),
-                                 concept=e.concept)
-                ordered.append(json.dumps(data, ensure_ascii=False) + "\n")
+                ordered.append(_renamed(previous.lines[pid], entities))
             else:
                 ordered.append(previous.lines[pid])
     record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
@@ -903,6 +898,31 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     return manifest, {"shared": tuple((e, n) for e, n in counts if n >= 2),
                       "entity_types": dict(Counter(e.type for e in entities.values())),
                       "predicates": dict(predicates)}
+
+
+def _renamed(line: bytes, entities: dict) -> bytes:
+    """An extraction.jsonl line with its entities' names, aliases, types and concepts as
+    ``entities`` has them now.
+
+    Only the "entities" array is parsed and rewritten: ``, "entities": [`` and
+    ``], "relations": [`` can only occur between the record's fields (inside a JSON string
+    every quote is escaped), and the abstract and relations are most of the line.
+
+    >>> from kg.model import Entity
+    >>> line = (b'{"paper": {"id": "p"}, "entities": [{"id": "m/x", "type": "Method", '
+    ...         b'"name": "X", "aliases": [], "concept": null, "mentions": []}], '
+    ...         b'"relations": []}')
+    >>> _renamed(line, {"m/x": Entity("m/x", "Method", "X", ("XX",))}) == line.replace(
+    ...     b'"aliases": []', b'"aliases": ["XX"]')
+    True
+    """
+    start = line.index(b', "entities": [') + len(b', "entities": ')
+    end = line.index(b'], "relations": [', start) + 1
+    found = json.loads(line[start:end])
+    for entry in found:
+        e = entities[entry["id"]]
+        entry.update(type=e.type, name=e.name, aliases=list(e.aliases), concept=e.concept)
+    return line[:start] + json.dumps(found, ensure_ascii=False).encode("utf-8") + line[end:]
 
 
 def _write_json(path: Path, data: object) -> None:
