@@ -1146,48 +1146,103 @@ class _IndexWriter:
                features: dict[str, dict]) -> list:
         """Write every table; ``parts`` and ``features`` of every paper, in id order. Returns
         the technique counts the index stores."""
-        from kg.analysis import TECHNIQUE_TYPES, assemble_index, result_key
+        from kg.analysis import TECHNIQUE_TYPES, assemble_index, technique_counts
 
         self._flush()
         index = assemble_index(parts, entities, vocab, features=features)
+        # Clusters and co-occurrence take a third of an incremental build: they are worked
+        # out on the second core while this one writes the tables.
+        slow = _forked(lambda: [(k, pickle.dumps(v, 5)) for k, v in _slow_results(index)])
         db = self.db
-        with db:
-            for name in _TABLES:
-                if name != "papers":
+        stored = None
+        try:
+            with db:
+                for name in _TABLES:
+                    if name != "papers":
+                        db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
+                        db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
+                                       ((k, pickle.dumps(v, 5))
+                                        for k, v in getattr(index, name).items()))
+                if reuse:
+                    db.execute("CREATE TEMP TABLE reuse (k TEXT PRIMARY KEY, restated INTEGER)")
+                    db.executemany("INSERT INTO reuse VALUES (?, ?)",
+                                   ((p, p in self.restated) for p in sorted(reuse)))
+                for name in self._PER_PAPER:  # in id order, the corpus order of a project
                     db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
-                    db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
-                                   ((k, pickle.dumps(v, 5))
-                                    for k, v in getattr(index, name).items()))
-            if reuse:
-                db.execute("CREATE TEMP TABLE reuse (k TEXT PRIMARY KEY, restated INTEGER)")
-                db.executemany("INSERT INTO reuse VALUES (?, ?)",
-                               ((p, p in self.restated) for p in sorted(reuse)))
-            for name in self._PER_PAPER:  # in id order, the corpus order of a project
-                db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
-                which = "SELECT k FROM reuse" + (" WHERE NOT restated" if name == "state"
-                                                 else "")
-                old = (f'SELECT k, v FROM previous."{name}" WHERE k IN ({which}) '
-                       "UNION ALL " if reuse else "")
-                db.execute(f'INSERT INTO "{name}" SELECT k, v FROM ({old}'
-                           f'SELECT k, v FROM "new_{name}") ORDER BY k')
-            db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB)")
-            db.executemany("INSERT INTO meta VALUES (?, ?)", [
-                ("texts", pickle.dumps(index.texts, 5)),
-                *((f"table:{name}", pickle.dumps(getattr(index, name), 5))
-                  for name in _BLOBS)])
-            if reuse:  # the same pipeline, so the same vocabulary
-                db.execute("INSERT INTO meta SELECT k, v FROM previous.meta WHERE k = 'vocab'")
-            else:
-                db.execute("INSERT INTO meta VALUES ('vocab', ?)", (pickle.dumps(vocab, 5),))
-            slow = _slow_results(index)
-            db.execute("CREATE TABLE results (k TEXT PRIMARY KEY, v BLOB)")
-            db.executemany("INSERT INTO results VALUES (?, ?)",
-                           ((k, pickle.dumps(v, 5)) for k, v in slow.items()))
+                    which = "SELECT k FROM reuse" + (" WHERE NOT restated" if name == "state"
+                                                     else "")
+                    old = (f'SELECT k, v FROM previous."{name}" WHERE k IN ({which}) '
+                           "UNION ALL " if reuse else "")
+                    db.execute(f'INSERT INTO "{name}" SELECT k, v FROM ({old}'
+                               f'SELECT k, v FROM "new_{name}") ORDER BY k')
+                db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB)")
+                db.executemany("INSERT INTO meta VALUES (?, ?)", [
+                    ("texts", pickle.dumps(index.texts, 5)),
+                    *((f"table:{name}", pickle.dumps(getattr(index, name), 5))
+                      for name in _BLOBS)])
+                if reuse:  # the same pipeline, so the same vocabulary
+                    db.execute("INSERT INTO meta SELECT k, v FROM previous.meta WHERE k = 'vocab'")
+                else:
+                    db.execute("INSERT INTO meta VALUES ('vocab', ?)", (pickle.dumps(vocab, 5),))
+                db.execute("CREATE TABLE results (k TEXT PRIMARY KEY, v BLOB)")
+                stored = slow()
+                db.executemany("INSERT INTO results VALUES (?, ?)", stored)
+        finally:
+            if stored is None:  # reap the child even when writing failed
+                with contextlib.suppress(Exception):
+                    slow()
         db.close()
-        return slow[result_key("technique_counts", TECHNIQUE_TYPES)]
+        return technique_counts(index, TECHNIQUE_TYPES)
 
 
-def _slow_results(index) -> dict[str, object]:
+def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
+    """Start ``work`` (pure Python on data in memory) in a forked child and return a function
+    that waits for its result, or raises its exception. Without fork, ``work`` runs here.
+
+    The child dies with its parent: a build killed with -9 leaves no process behind
+    holding DIR's lock.
+
+    >>> _forked(lambda: sum(range(10)))()
+    45
+    """
+    if not hasattr(os, "fork"):
+        value = work()
+        return lambda: value
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave, never return into the caller
+        try:
+            os.close(read)
+            with contextlib.suppress(Exception):
+                import ctypes
+
+                ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG = SIGKILL (Linux)
+            try:
+                data = pickle.dumps((True, work()), 5)
+            except BaseException as exc:
+                data = pickle.dumps((False, KgError(f"{type(exc).__name__}: {exc}")), 5)
+            with os.fdopen(write, "wb") as fh:
+                fh.write(data)
+        finally:
+            os._exit(0)
+    os.close(write)
+
+    def result() -> Any:
+        with os.fdopen(read, "rb") as fh:
+            data = fh.read()
+        os.waitpid(pid, 0)
+        if not data:
+            raise KgError(f"a helper process ({pid}) of the build died; run the command "
+                          "again")
+        ok, value = pickle.loads(data)
+        if not ok:
+            raise value
+        return value
+
+    return result
+
+
+def _slow_results(index) -> list[tuple[str, object]]:
     """What `kg techniques` asks of the whole corpus, computed once per build (Louvain takes
     seconds on a conference; the query then takes milliseconds)."""
     from dataclasses import replace
@@ -1197,10 +1252,10 @@ def _slow_results(index) -> dict[str, object]:
     groups = [replace(c, papers=tuple(replace(p, abstract="") for p in c.papers))
               for c in analysis.clusters(index)]
     types = analysis.TECHNIQUE_TYPES
-    return {analysis.result_key("technique_counts", types): analysis.technique_counts(index),
-            analysis.result_key("cooccurrence", types):
-                analysis.cooccurrence(index, limit=analysis.STORED_PAIRS),
-            analysis.result_key("clusters", 0, 2, 3): groups}
+    return [(analysis.result_key("technique_counts", types), analysis.technique_counts(index)),
+            (analysis.result_key("cooccurrence", types),
+             analysis.cooccurrence(index, limit=analysis.STORED_PAIRS)),
+            (analysis.result_key("clusters", 0, 2, 3), groups)]
 
 
 class _Table(Mapping):
