@@ -142,10 +142,11 @@ def test_a_paper_the_extractor_fails_on_is_a_skip_not_a_crash(scheduler, tmp_pat
     papers.insert(7, Paper(id="giant", abstract="We use caching. " * 80_000, source="big:1"))
     outcome = project.build(tmp_path / "out", papers, formats=["jsonl"], engine="dask",
                             scheduler=scheduler)
-    assert [s.source for s in outcome.corpus.skipped] == ["big:1"]
-    assert "extraction failed (ValueError: [E088]" in outcome.corpus.skipped[0].reason
-    assert [r.paper.id for r in outcome.corpus.results] == sorted(p.id for p in papers
-                                                                  if p.id != "giant")
+    assert [s.source for s in outcome.skipped] == ["big:1"]
+    assert "extraction failed (ValueError: [E088]" in outcome.skipped[0].reason
+    corpus = project.open_project(tmp_path / "out").corpus()
+    assert [r.paper.id for r in corpus.results] == sorted(p.id for p in papers
+                                                          if p.id != "giant")
 
 
 def test_scheduler_needs_engine_dask(tmp_path):
