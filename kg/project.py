@@ -7,18 +7,21 @@
       .kg/
         project.json    marks DIR as a kg project (format and version)
         lock            held (flock) by the build running on DIR; holds its pid
-        cache.sqlite    per-paper extraction results by content key (paper + pipeline)
+        cache.sqlite    per-paper extraction results and their Preps (what resolution reads)
+                        by content key (paper + pipeline)
         CURRENT         the committed generation's name, replaced atomically
         gen-000003/     one complete generation: manifest.json, store/ (pyoxigraph,
                         RocksDB), index.sqlite (kg shared/related/techniques) and the exports
 
-A build extracts only papers whose content key is not cached, recomputes the corpus-level
-steps (recurring terms, acronyms, resolution) from the cached results of every paper, and
-writes a new generation next to the current one: the RDF store is a hard-link checkpoint of
-the previous one with the delta applied, the index and exports are written whole. Only then
-does CURRENT name it. A build killed at any moment leaves CURRENT — and every query — on the
-previous complete generation; the next build starts again from there. Papers are kept in
-id order, so any sequence of builds, adds and removes gives the exports a build from scratch
+A build extracts only papers whose content key is not cached, plans the corpus-level steps
+(recurring terms, acronyms, entity ids) from every paper's cached Prep, and writes a new
+generation next to the current one. A paper whose result digest is unchanged is not rebuilt:
+its index rows and extraction.jsonl line are carried over; the others flow through in
+batches. The RDF store is a hard-link checkpoint of the previous one with the delta applied
+(a first build bulk-loads it batch by batch). Only then does CURRENT name it. A build
+killed at any moment leaves CURRENT — and every query — on the previous complete
+generation; the next build starts again from there. Papers are kept in id order, so any
+sequence of builds, adds and removes gives the exports (and the index) a build from scratch
 of the final set gives.
 
 >>> import tempfile
@@ -1096,8 +1099,6 @@ _TABLES = ("papers", "entities", "features", "postings", "factors", "entity_pape
 # them in milliseconds instead of a row per key, and a query reads one whole in a few.
 _BLOBS = ("order", "idf", "info", "names", "concept_entity", "titles", "labels",
           "concept_labels", "broader")
-# Fields keyed by (paper id, entity id), stored as one row per paper.
-_PAIR_TABLES = ("evidence", "confidence")
 
 
 class _IndexWriter:
