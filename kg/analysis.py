@@ -295,6 +295,11 @@ def build_index(corpus: Corpus, vocab: Vocabulary | None = None, *,
     return index
 
 
+def concept_entities(entities: Mapping[str, Entity]) -> dict[str, str]:
+    """Concept IRI → the entity standing for it (the last by id when several share one)."""
+    return {e.concept: eid for eid, e in sorted(entities.items()) if e.concept}
+
+
 def paper_features(counted: Sequence[str], entities: Mapping[str, Entity],
                    concept_entity: Mapping[str, str], vocab: Vocabulary,
                    depths_of: dict[str, dict[str, int]]) -> dict[str, _Feature]:
@@ -337,7 +342,7 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
     """
     vocab = vocab or load_vocabulary()
     entities = dict(entities)
-    concept_entity = {e.concept: eid for eid, e in sorted(entities.items()) if e.concept}
+    concept_entity = concept_entities(entities)
     info: dict[str, tuple[str, str]] = {eid: (e.name, e.type) for eid, e in entities.items()}
     depths_of: dict[str, dict[str, int]] = {}
     given = features or {}

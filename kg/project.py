@@ -314,14 +314,16 @@ class _Cache:
     def __exit__(self, *exc: object) -> None:
         self.db.close()
 
+    def _select(self, columns: str, table: str, keys: Sequence[str]) -> Iterator[tuple]:
+        """Rows of ``table`` whose key is one of ``keys`` (asked 900 at a time: SQLite's
+        limit on parameters)."""
+        for chunk in _chunked(list(keys), 900):
+            yield from self.db.execute(f"SELECT {columns} FROM {table} WHERE key IN "
+                                       f"({','.join('?' * len(chunk))})", chunk)
+
     def missing(self, keys: Iterable[str]) -> set[str]:
         wanted = set(keys)
-        have = set()
-        for chunk in _chunked(sorted(wanted), 900):
-            have.update(k for (k,) in self.db.execute(
-                f"SELECT key FROM extraction WHERE key IN ({','.join('?' * len(chunk))})",
-                chunk))
-        return wanted - have
+        return wanted - {k for (k,) in self._select("key", "extraction", sorted(wanted))}
 
     def put(self, rows: Iterable[tuple[str, Paper, tuple | str]]) -> None:
         with self.db:
@@ -330,23 +332,14 @@ class _Cache:
                                  for k, p, f in rows))
 
     def get(self, keys: Sequence[str]) -> dict[str, tuple[Paper, tuple | str]]:
-        out: dict[str, tuple[Paper, tuple | str]] = {}
-        for chunk in _chunked(list(keys), 900):
-            for key, paper, found in self.db.execute(
-                    "SELECT key, paper, found FROM extraction WHERE key IN "
-                    f"({','.join('?' * len(chunk))})", chunk):
-                out[key] = (pickle.loads(paper), pickle.loads(found))
-        return out
+        return {key: (pickle.loads(paper), pickle.loads(found)) for key, paper, found
+                in self._select("key, paper, found", "extraction", keys)}
 
     def preps(self, keys: Sequence[str]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        try:
-            for chunk in _chunked(list(keys), 900):
-                out.update((k, pickle.loads(v)) for k, v in self.db.execute(
-                    f"SELECT key, v FROM prep WHERE key IN ({','.join('?' * len(chunk))})",
-                    chunk))
-        except sqlite3.OperationalError:  # a read-only cache from before the table
-            pass
+        # A read-only cache from before the table has no preps.
+        with contextlib.suppress(sqlite3.OperationalError):
+            out.update((k, pickle.loads(v)) for k, v in self._select("key, v", "prep", keys))
         return out
 
     def put_preps(self, rows: Sequence[tuple[str, Any]]) -> None:
@@ -746,15 +739,16 @@ class _Previous:
         """A test of a reused paper's counted entities: True when its stored features may
         differ today (an entity's concept changed, or which entity stands for one of their
         broader concepts)."""
-        from kg.analysis import _ancestor_depths
+        from kg.analysis import _ancestor_depths, concept_entities
 
         db = sqlite3.connect(f"file:{self.gen / 'index.sqlite'}?mode=ro", uri=True)
         try:
-            before = {k: pickle.loads(v).concept for k, v in
-                      db.execute("SELECT k, v FROM entities")}
+            entities_before = {k: pickle.loads(v) for k, v in
+                               db.execute("SELECT k, v FROM entities")}
         finally:
             db.close()
-        was = {c: eid for eid, c in sorted(before.items()) if c}
+        before = {eid: e.concept for eid, e in entities_before.items()}
+        was = concept_entities(entities_before)
         moved = {iri for iri in was.keys() | concept_entity.keys()
                  if was.get(iri) != concept_entity.get(iri)}
         hit: dict[str, bool] = {}
@@ -796,7 +790,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     from collections import Counter
 
     from kg import rdf
-    from kg.analysis import PaperPart, paper_features, paper_part
+    from kg.analysis import PaperPart, concept_entities, paper_features, paper_part
     from kg.exports import write_exports
     from kg.io import result_to_dict
     from kg.vocab import load_vocabulary
@@ -814,7 +808,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     need_lines = corpus is None and "extraction.jsonl" in chosen
     reuse = {pid for pid in resolved.order
              if previous and previous.reusable(pid, resolved.digests[pid], need_lines)}
-    concept_entity = {e.concept: eid for eid, e in sorted(entities.items()) if e.concept}
+    concept_entity = concept_entities(entities)
     depths: dict[str, dict[str, int]] = {}
     step("rows, lines and triples of each paper")
     index = _IndexWriter(gen / "index.sqlite", previous.gen if reuse else None)
