@@ -256,7 +256,7 @@ def write_exports(
     on_step: Callable[[str], None] | None = None,
     triples: list | None = None,
     n_triples: int | None = None,
-    lines: Sequence[bytes] | None = None,
+    ready: Collection[str] = (),
     counts: dict[str, int] | None = None,
 ) -> BuildRecord:
     """Write the export set of ``kg build`` into ``out_dir`` and finish with ``build.json``.
@@ -266,9 +266,10 @@ def write_exports(
     ``files`` names a subset to write instead. ``triples`` are the corpus's triples when the
     caller has them already; ``n_triples`` their number when no file here needs them.
     ``on_step`` is told the name of each step as it starts (for progress on a terminal).
-    A caller that has extraction.jsonl's ``lines`` already (kg.project) passes them with the
-    corpus ``counts`` (papers, entities, relations, skipped), and no ``corpus`` when no other
-    file is asked for.
+    A caller that wrote some of ``files`` into ``out_dir`` itself names them ``ready`` (they
+    are recorded, not written: kg.project assembles extraction.jsonl) and passes the corpus
+    ``counts`` (papers, entities, relations, skipped), and no ``corpus`` when no other file
+    is asked for.
     """
     from kg import __version__, rdf
     from kg.io import write_jsonl
@@ -292,8 +293,7 @@ def write_exports(
         ("graph.jsonld", lambda p: _write_text(p, rdf.triples_to_jsonld(triples))),
         ("graph.graphml", lambda p: write_graphml(corpus, p)),
         ("nodes.csv", None),  # with edges.csv
-        ("extraction.jsonl", lambda p: _write_jsonl(corpus, p, write_jsonl) if lines is None
-         else _write_lines(p, lines)),
+        ("extraction.jsonl", lambda p: _write_jsonl(corpus, p, write_jsonl)),
     ]
     notices: list[str] = []
     for name, write in writers:
@@ -303,7 +303,7 @@ def write_exports(
             with replacing(out_dir / "nodes.csv") as nodes, \
                     replacing(out_dir / "edges.csv") as edges:
                 write_csv(corpus, nodes, edges)
-        elif write is not None and name in wanted:
+        elif write is not None and name in wanted and name not in ready:
             step(name)
             with replacing(out_dir / name) as tmp:
                 write(tmp)
@@ -340,9 +340,6 @@ def _write_text(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def _write_lines(path: Path, lines: Sequence[bytes]) -> None:
-    with path.open("wb") as fh:
-        fh.writelines(lines)
 
 
 def _write_jsonl(corpus: Corpus, path: Path, write_jsonl) -> None:

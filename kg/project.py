@@ -713,12 +713,13 @@ def _state_of(result, part, features: dict) -> _State:
 
 
 class _Previous:
-    """The previous generation's per-paper states and extraction.jsonl lines, for reuse."""
+    """The previous generation's per-paper states, and where each paper's extraction.jsonl
+    line lies in its file (reused lines are copied by byte range, never read into memory)."""
 
     def __init__(self, gen: Path, manifest: Manifest) -> None:
         self.gen, self.manifest = gen, manifest
         self.states: dict[str, _State] = {}
-        self.lines: dict[str, bytes] = {}
+        self.spans: dict[str, tuple[int, int]] = {}
         try:
             db = sqlite3.connect(f"file:{gen / 'index.sqlite'}?mode=ro", uri=True)
             try:
@@ -729,10 +730,10 @@ class _Previous:
             return
         if "extraction.jsonl" in manifest.written:
             order = [pid for pid in sorted(manifest.papers) if pid not in manifest.failed]
-            # Bytes: reused lines are written back as they are, never decoded.
-            lines = (gen / "extraction.jsonl").read_bytes().splitlines(keepends=True)
-            if len(lines) == len(order):
-                self.lines = dict(zip(order, lines, strict=True))
+            ends = _line_ends(gen)
+            if len(ends) == len(order):
+                self.spans = {pid: (start, end - start) for pid, start, end
+                              in zip(order, [0, *ends[:-1]], ends, strict=True)}
 
     def stale_features(self, entities: dict, concept_entity: dict[str, str], vocab,
                        depths: dict[str, dict[str, int]]) -> Callable[[Sequence[str]], bool]:
@@ -771,7 +772,7 @@ class _Previous:
 
     def reusable(self, pid: str, digest: str, need_line: bool) -> bool:
         return (pid in self.states and self.manifest.paper_digests.get(pid) == digest
-                and (pid in self.lines or not need_line))
+                and (pid in self.spans or not need_line))
 
 
 def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str, str],
@@ -814,7 +815,8 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     index = _IndexWriter(gen / "index.sqlite", previous.gen if reuse else None)
     light: dict[str, PaperPart] = {}
     states: dict[str, _State] = {}
-    lines: dict[str, bytes] = {}
+    # Rebuilt papers' lines go to a scratch file as they come (a build never holds them).
+    lines = _Lines(gen / "lines.new") if need_lines else None
     changed: dict[str, Any] = {}  # results of papers whose digest changed (the store delta)
     # A new store takes each batch's triples as they come: pyoxigraph's bulk loader holds
     # what it is given (0.84 GB for one conference file, 0.16 GB a batch at a time).
@@ -831,9 +833,9 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                     part.counted, entities, concept_entity, vocab, depths))
                 index.add(pid, part, states[pid])
                 light[pid] = PaperPart(part.paper, {}, {}, frozenset(), part.counted)
-                if need_lines:
-                    lines[pid] = (json.dumps(result_to_dict(result, entities),
-                                             ensure_ascii=False) + "\n").encode("utf-8")
+                if lines is not None:
+                    lines.add(pid, (json.dumps(result_to_dict(result, entities),
+                                               ensure_ascii=False) + "\n").encode("utf-8"))
                 if delta and current.paper_digests.get(pid) != resolved.digests[pid]:
                     changed[pid] = result
             if store is not None:
@@ -860,31 +862,46 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     if any(name in chosen for name in ("graph.nt", "graph.ttl", "graph.jsonld")):
         step("RDF triples")
         triples = rdf.corpus_triples(corpus, vocab)
-    step("query store")
-    if delta:  # (a new store is loaded already)
-        n_triples = _store_delta(previous_gen / "store", gen / "store", entities, changed,
-                                 vocab, current, resolved.digests, entity_digests, concepts,
-                                 links)
-    step("query index")
-    counts = index.finish(reuse, light, entities, vocab,
-                          {pid: state.features for pid, state in states.items()})
+    store_delta = None
+    if delta:  # (a new store was loaded batch by batch above)
+        def apply() -> int:
+            return _store_delta(previous_gen / "store", gen / "store", entities, changed,
+                                vocab, current, resolved.digests, entity_digests, concepts,
+                                links)
+
+        # A child process applies it while this one writes the query index (the two take
+        # about as long), unless RocksDB has run in this process: a forked child would
+        # inherit its background threads' locks, held, and hang on them.
+        if _rocksdb_free():
+            store_delta = _forked(apply)
+        else:
+            step("query store")
+            n_triples = apply()
+    else:
+        step("query store")
+    step("query store and index" if store_delta else "query index")
+    try:
+        counts = index.finish(reuse, light, entities, vocab,
+                              {pid: state.features for pid, state in states.items()})
+    except BaseException:
+        if store_delta is not None:  # reap the child; the first error is the one to tell
+            with contextlib.suppress(Exception):
+                store_delta()
+        raise
+    if store_delta is not None:
+        n_triples = store_delta()
     predicates: Counter[str] = Counter()
     for state in states.values():
         predicates.update(dict(state.predicates))
-    ordered = None
-    if need_lines:
+    if lines is not None:
+        step("extraction.jsonl")
         renamed = {eid for eid, d in entity_digests.items()
                    if current is None or current.entity_digests.get(eid) != d}
-        ordered = []
-        for pid in resolved.order:
-            if pid in lines:
-                ordered.append(lines.pop(pid))
-            elif renamed.intersection(states[pid].mentioned):
-                ordered.append(_renamed(previous.lines[pid], entities))
-            else:
-                ordered.append(previous.lines[pid])
+        lines.assemble(gen / "extraction.jsonl", resolved.order, previous,
+                       lambda pid: renamed.isdisjoint(states[pid].mentioned), entities)
     record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
-                           triples=triples, n_triples=n_triples, lines=ordered,
+                           triples=triples, n_triples=n_triples,
+                           ready=("extraction.jsonl",) if lines is not None else (),
                            counts={"papers": len(resolved.order), "entities": len(entities),
                                    "relations": sum(predicates.values()),
                                    "skipped": len(resolved.skipped)})
@@ -895,6 +912,115 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     return manifest, {"shared": tuple((e, n) for e, n in counts if n >= 2),
                       "entity_types": dict(Counter(e.type for e in entities.values())),
                       "predicates": dict(predicates)}
+
+
+class _Lines:
+    """extraction.jsonl of a generation: rebuilt papers' lines appended to a scratch file as
+    they come (``add``), then the whole file assembled in id order by copying byte ranges
+    from the scratch file and the previous generation's file (``assemble``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.fh = path, path.open("wb")
+        self.spans: dict[str, tuple[int, int]] = {}
+        self.size = 0
+
+    def add(self, pid: str, line: bytes) -> None:
+        self.spans[pid] = (self.size, len(line))
+        self.fh.write(line)
+        self.size += len(line)
+
+    def assemble(self, target: Path, order: Sequence[str], previous: _Previous | None,
+                 as_is: Callable[[str], bool], entities: dict) -> None:
+        """Write ``target`` with the line of each paper of ``order``: its new line, else its
+        previous line (re-rendered by ``_renamed`` unless ``as_is(pid)``). Writes
+        ``lines.idx`` beside it (each line's end offset), which the next build reads."""
+        from array import array
+
+        from kg.exports import replacing
+
+        self.fh.close()
+        ends = array("Q")
+        try:
+            if list(self.spans) == list(order):  # every line is new, in order: the file is it
+                os.replace(self.path, target)
+                total = 0
+                for _, length in self.spans.values():
+                    total += length
+                    ends.append(total)
+            else:
+                old = (previous.gen / "extraction.jsonl") if previous else None
+                with replacing(target) as tmp, tmp.open("wb") as out, \
+                        self.path.open("rb") as new, \
+                        (old.open("rb") if old else contextlib.nullcontext()) as was:
+                    # [source, offset, length] with contiguous ranges merged, or [None, the
+                    # re-rendered line, its length]
+                    runs: list[list] = []
+                    for pid in order:
+                        if pid in self.spans:
+                            source, (offset, length) = new, self.spans[pid]
+                        elif as_is(pid):
+                            source, (offset, length) = was, previous.spans[pid]
+                        else:
+                            offset, length = previous.spans[pid]
+                            line = _renamed(os.pread(was.fileno(), length, offset), entities)
+                            runs.append([None, line, len(line)])
+                            ends.append((ends[-1] if ends else 0) + len(line))
+                            continue
+                        if runs and runs[-1][0] is source and sum(runs[-1][1:]) == offset:
+                            runs[-1][2] += length
+                        else:
+                            runs.append([source, offset, length])
+                        ends.append((ends[-1] if ends else 0) + length)
+                    for source, offset, length in runs:
+                        if source is None:
+                            out.write(offset)
+                        else:
+                            _copy_range(source, out, offset, length)
+        finally:
+            self.path.unlink(missing_ok=True)
+        (target.parent / "lines.idx").write_bytes(ends.tobytes())
+
+
+def _copy_range(source, out, offset: int, length: int) -> None:
+    """Append ``length`` bytes of ``source`` from ``offset`` to ``out`` (in the kernel when it
+    can: no copy through Python)."""
+    out.flush()
+    while length > 0:
+        try:
+            n = os.copy_file_range(source.fileno(), out.fileno(), length, offset)
+        except (AttributeError, OSError):  # no copy_file_range here, or across file systems
+            n = out.write(os.pread(source.fileno(), min(length, 1 << 24), offset))
+            out.flush()
+        if n == 0:
+            raise ProjectError(f"{source.name}: shorter than its index says; run `kg build` "
+                               "again with all the inputs")
+        offset += n
+        length -= n
+
+
+def _line_ends(gen: Path) -> list[int]:
+    """The end offset of each line of ``gen``'s extraction.jsonl: from ``lines.idx``, or
+    found in the file (a generation written before the index was kept)."""
+    import mmap
+    from array import array
+
+    try:
+        ends = array("Q")
+        ends.frombytes((gen / "lines.idx").read_bytes())
+        return ends.tolist()
+    except (OSError, ValueError):
+        pass
+    found: list[int] = []
+    try:
+        with (gen / "extraction.jsonl").open("rb") as fh, \
+                mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            at = data.find(b"\n")
+            while at >= 0:
+                found.append(at + 1)
+                at = data.find(b"\n", at + 1)
+    except (OSError, ValueError):  # missing or empty
+        return []
+    return found
 
 
 def _renamed(line: bytes, entities: dict) -> bytes:
@@ -1141,7 +1267,7 @@ class _IndexWriter:
                features: dict[str, dict]) -> list:
         """Write every table; ``parts`` and ``features`` of every paper, in id order. Returns
         the technique counts the index stores."""
-        from kg.analysis import TECHNIQUE_TYPES, assemble_index, technique_counts
+        from kg.analysis import TECHNIQUE_TYPES, assemble_index, result_key
 
         self._flush()
         index = assemble_index(parts, entities, vocab, features=features)
@@ -1187,12 +1313,13 @@ class _IndexWriter:
                 with contextlib.suppress(Exception):
                     slow()
         db.close()
-        return technique_counts(index, TECHNIQUE_TYPES)
+        return pickle.loads(dict(stored)[result_key("technique_counts", TECHNIQUE_TYPES)])
 
 
 def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
-    """Start ``work`` (pure Python on data in memory) in a forked child and return a function
-    that waits for its result, or raises its exception. Without fork, ``work`` runs here.
+    """Start ``work`` (on data in memory, or files nobody else has open) in a forked child
+    and return a function that waits for its result, or raises its exception. Without fork,
+    ``work`` runs here.
 
     The child dies with its parent: a build killed with -9 leaves no process behind
     holding DIR's lock.
@@ -1214,8 +1341,9 @@ def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
                 ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG = SIGKILL (Linux)
             try:
                 data = pickle.dumps((True, work()), 5)
-            except BaseException as exc:
-                data = pickle.dumps((False, KgError(f"{type(exc).__name__}: {exc}")), 5)
+            except BaseException as exc:  # errors kg maps to messages pass as they are
+                data = pickle.dumps((False, exc if isinstance(exc, (KgError, OSError)) else
+                                     KgError(f"{type(exc).__name__}: {exc}")), 5)
             with os.fdopen(write, "wb") as fh:
                 fh.write(data)
         finally:
@@ -1235,6 +1363,23 @@ def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
         return value
 
     return result
+
+
+def _rocksdb_free() -> bool:
+    """True when no RocksDB thread runs in this process (RocksDB keeps its thread pool, named
+    ``rocksdb:…``, once any store was opened), so a forked child may open a store."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:  # not Linux: never fork a store
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm", encoding="utf-8") as fh:
+                if fh.read().startswith("rocksdb"):
+                    return False
+        except OSError:  # the thread ended meanwhile
+            continue
+    return True
 
 
 def _slow_results(index) -> list[tuple[str, object]]:
