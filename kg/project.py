@@ -691,7 +691,7 @@ class _State(NamedTuple):
     """What a generation keeps of one paper beyond the index rows, so the next build reuses
     it while the paper's result is unchanged (plain tuples: fast to read back)."""
 
-    paper: tuple  # the Paper's fields, as resolved (with its label)
+    paper: tuple  # the Paper's fields, as resolved (with its label; no abstract if titled)
     counted: tuple[str, ...]  # entity ids it counts for (kg.analysis.PaperPart.counted)
     links: tuple[tuple[str, str, str], ...]  # entity → entity relations it asserts
     predicates: tuple[tuple[str, int], ...]  # its relations per predicate
@@ -705,7 +705,11 @@ _PAPER_FIELDS = tuple(f.name for f in fields(Paper))
 def _state_of(result, part, features: dict) -> _State:
     from collections import Counter
 
-    return _State(tuple(getattr(part.paper, f) for f in _PAPER_FIELDS), part.counted,
+    # The corpus-wide steps read a paper's title and label (the abstract only names an
+    # untitled, unlabelled paper): a state without it is a fifth of the size.
+    paper = part.paper if not (part.paper.title or part.paper.label) else replace(
+        part.paper, abstract="")
+    return _State(tuple(getattr(paper, f) for f in _PAPER_FIELDS), part.counted,
                   tuple(sorted({(r.subject, r.predicate, r.object) for r in result.relations
                                 if r.subject != result.paper.id})),
                   tuple(sorted(Counter(r.predicate for r in result.relations).items())),
@@ -813,8 +817,19 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     depths: dict[str, dict[str, int]] = {}
     step("rows, lines and triples of each paper")
     index = _IndexWriter(gen / "index.sqlite", previous.gen if reuse else None)
+    # What the corpus-wide steps need of each paper, not its whole state: a build holds
+    # these for every paper (the states themselves go to the index as they come).
     light: dict[str, PaperPart] = {}
-    states: dict[str, _State] = {}
+    features: dict[str, dict] = {}
+    links: set[tuple[str, str, str]] = set()
+    predicates: Counter[str] = Counter()
+
+    def keep(pid: str, state: _State) -> None:
+        light[pid] = PaperPart(Paper(*state.paper), {}, {}, frozenset(), state.counted)
+        features[pid] = state.features
+        links.update(state.links)
+        predicates.update(dict(state.predicates))
+
     # Rebuilt papers' lines go to a scratch file as they come (a build never holds them).
     lines = _Lines(gen / "lines.new") if need_lines else None
     changed: dict[str, Any] = {}  # results of papers whose digest changed (the store delta)
@@ -829,10 +844,10 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                 # inputs): a row reused later must not depend on where it was read.
                 part = paper_part(result)
                 part = part._replace(paper=replace(part.paper, source=""))
-                states[pid] = _state_of(result, part, paper_features(
+                state = _state_of(result, part, paper_features(
                     part.counted, entities, concept_entity, vocab, depths))
-                index.add(pid, part, states[pid])
-                light[pid] = PaperPart(part.paper, {}, {}, frozenset(), part.counted)
+                index.add(pid, part, state)
+                keep(pid, state)
                 if lines is not None:
                     lines.add(pid, (json.dumps(result_to_dict(result, entities),
                                                ensure_ascii=False) + "\n").encode("utf-8"))
@@ -853,11 +868,10 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
             state = state._replace(features=paper_features(state.counted, entities,
                                                            concept_entity, vocab, depths))
             index.restate(pid, state)
-        states[pid] = state
-        light[pid] = PaperPart(Paper(*state.paper), {}, {}, frozenset(), state.counted)
-    states = {pid: states[pid] for pid in resolved.order}
+        keep(pid, state)
     light = {pid: light[pid] for pid in resolved.order}
-    links = tuple(sorted({link for state in states.values() for link in state.links}))
+    features = {pid: features[pid] for pid in resolved.order}
+    links = tuple(sorted(links))
     triples = None
     if any(name in chosen for name in ("graph.nt", "graph.ttl", "graph.jsonld")):
         step("RDF triples")
@@ -881,8 +895,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
         step("query store")
     step("query store and index" if store_delta else "query index")
     try:
-        counts = index.finish(reuse, light, entities, vocab,
-                              {pid: state.features for pid, state in states.items()})
+        counts = index.finish(reuse, light, entities, vocab, features)
     except BaseException:
         if store_delta is not None:  # reap the child; the first error is the one to tell
             with contextlib.suppress(Exception):
@@ -890,15 +903,13 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
         raise
     if store_delta is not None:
         n_triples = store_delta()
-    predicates: Counter[str] = Counter()
-    for state in states.values():
-        predicates.update(dict(state.predicates))
     if lines is not None:
         step("extraction.jsonl")
         renamed = {eid for eid, d in entity_digests.items()
                    if current is None or current.entity_digests.get(eid) != d}
         lines.assemble(gen / "extraction.jsonl", resolved.order, previous,
-                       lambda pid: renamed.isdisjoint(states[pid].mentioned), entities)
+                       lambda pid: renamed.isdisjoint(previous.states[pid].mentioned),
+                       entities)
     record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
                            triples=triples, n_triples=n_triples,
                            ready=("extraction.jsonl",) if lines is not None else (),
