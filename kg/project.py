@@ -382,25 +382,24 @@ class _Resolved:
         ids = sorted(papers)
         self.cache, self.keys, self.fresh = cache, papers, fresh
         preps = cache.preps([papers[pid] for pid in ids])
-        # Extractions are read only where no prep is cached (new papers, failures) and for
-        # the results asked for: a build that changes a few papers reads a few.
-        self.found = cache.get([papers[pid] for pid in ids if papers[pid] not in preps])
+        # Extractions are read only where no prep is cached (new papers, failures), a batch
+        # at a time, and again for the results asked for: a build that changes a few papers
+        # reads a few, and a first build never holds every extraction at once.
+        self.found: dict[str, tuple[Paper, tuple | str]] = {}  # failures only, after this
         self.failed: dict[str, str] = {}
-        made = []
-        for pid in ids:
-            if papers[pid] in preps:
-                continue
-            result = self.found[papers[pid]][1]
-            if isinstance(result, str):
-                self.failed[pid] = result
-            else:
-                prep = prepare(expand(self._paper(pid), result), vocab)
-                preps[papers[pid]] = prep
-                made.append((papers[pid], prep))
-        cache.put_preps(made)
-        # Extractions are read again, a batch at a time, for the results a build needs: a
-        # first build does not hold every paper's extraction at once.
-        self.found = {k: v for k, v in self.found.items() if isinstance(v[1], str)}
+        for batch in _chunked([pid for pid in ids if papers[pid] not in preps], 500):
+            found = cache.get([papers[pid] for pid in batch])
+            made = []
+            for pid in batch:
+                paper, result = found[papers[pid]]
+                if isinstance(result, str):
+                    self.failed[pid] = result
+                    self.found[papers[pid]] = (paper, result)
+                else:
+                    prep = prepare(expand(fresh.get(pid) or paper, result), vocab)
+                    preps[papers[pid]] = prep
+                    made.append((papers[pid], prep))
+            cache.put_preps(made)
         self.order = [pid for pid in ids if pid not in self.failed]
         decided = plan([preps[papers[pid]] for pid in self.order], vocab)
         self.entities = decided.entities
