@@ -1,10 +1,13 @@
-"""Extraction on a Dask cluster: ``kg build --engine dask [--scheduler tcp://HOST:8786]``.
+"""Extraction and the corpus-level plan on a Dask cluster: ``kg build --engine dask
+[--scheduler tcp://HOST:8786]``.
 
 Only per-paper extraction runs on the cluster. Papers go out in partitions; each worker builds
 the Extractor once (``kg.pipeline.extractor`` is a per-process cache keyed by the trained model,
 so only that name travels, never a spaCy object) and sends back offsets (``compact``), which are
 expanded here in input order. The corpus-level steps then run from the project cache exactly as
-after the local engine, so the exports are byte-identical whichever engine extracted.
+after the local engine, so the exports are byte-identical whichever engine extracted;
+``plan_on_cluster`` decides them on the cluster: ``kg.resolve.plan``'s map steps over partitions
+of papers and its reduces as group-bys keyed by term, short form, entity key and entity id.
 
 Without a scheduler address a ``LocalCluster`` (worker processes on 127.0.0.1) is started for
 the run and closed after it. Needs the extra: ``pip install 'kg[dask]'``.
@@ -16,22 +19,31 @@ the run and closed after it. Needs the extra: ``pip install 'kg[dask]'``.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError  # distributed's FutureCancelledError is one
 from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kg.errors import KgError, ServiceError
-from kg.model import Extraction, Paper
+from kg.model import Entity, Extraction, Paper
+
+if TYPE_CHECKING:
+    from kg.resolve import Key, Plan, Prep
 
 PARTITION = 200  # papers per task: ~0.4 s of work, large next to the scheduler's ~1 ms a task
 # Seconds the run waits for a worker when the cluster has none (at the start, or after every
 # worker died) before it gives up; $KG_DASK_WORKER_WAIT overrides it.
 WORKER_WAIT = 60.0
 POLL = 1.0  # how often a wait checks that the cluster still has workers
+# Papers' Preps per partition of the plan: ~0.1 s of map steps, so a partition is one task's
+# worth of work and its memory stays bounded however large the corpus.
+PLAN_PARTITION = 5_000
 
 INSTALL = "--engine dask needs Dask: pip install 'kg[dask]'"
 
@@ -223,3 +235,168 @@ def _lost(address: str, exc: BaseException) -> ServiceError:
     return ServiceError(f"lost the Dask scheduler at {address} ({_why(exc)}); check that it "
                         "is still running, then run the command again (papers already "
                         "extracted are kept)")
+
+
+# ------------------------------------------------------------ the corpus-level plan on the cluster
+
+
+def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = None,
+                    npartitions: int | None = None) -> Plan:
+    """``kg.resolve.plan(preps, load_vocabulary(vocabulary))``, computed on the Dask cluster of
+    ``client`` (a ``distributed.Client``): the same map steps, over ``npartitions`` partitions
+    of papers (by default two per worker thread, and at most ``PLAN_PARTITION`` papers each),
+    and the same reduces, as foldbys keyed by term key, short-form key, entity key and entity
+    id: no step pairs papers up or sees every paper's candidates. Per-paper results come back
+    in the order of ``preps``.
+
+    Only the vocabulary's folder (None: the installed one) travels; each worker loads it once
+    (``load_vocabulary``). Workers whose kg or vocabulary differs from this process's are a
+    ServiceError, as in extraction.
+
+    >>> from distributed import Client, LocalCluster
+    >>> from kg.pipeline import extract_each, read_papers
+    >>> from kg.resolve import plan, prepare
+    >>> papers = read_papers(["examples/iclr2025-seed.txt"])[0]
+    >>> preps = [prepare(e) for e in extract_each(papers)]
+    >>> with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, \\
+    ...         Client(cluster) as client:
+    ...     plan_on_cluster(preps, client) == plan(preps)
+    True
+    """
+    import dask
+    import dask.bag as db
+
+    from kg.resolve import (
+        Plan,
+        acronyms,
+        definitions,
+        entity_keys,
+        entity_table,
+        kept_terms,
+        recurring_terms,
+        settle,
+        surface_forms,
+    )
+
+    if not preps:
+        return Plan((), (), {})
+    address = client.scheduler.address
+    _wait_for_workers(client, address)
+    folder = str(vocabulary) if vocabulary is not None else None
+    _check_workers(client, address, folder)
+    if npartitions is None:
+        npartitions = max(2 * sum(client.nthreads().values()),
+                          -(-len(preps) // PLAN_PARTITION))
+    # Scattered: the preps go to the workers as data, not inside the task graph (whose
+    # conversion walks every tuple). The graph holds only their keys, so keep the futures.
+    size = -(-len(preps) // npartitions)
+    scattered = client.scatter(partitions(preps, size), hash=False)
+    papers = db.from_delayed(scattered)
+    # Papers per term key → the recurring terms, which every partition reads for its kept.
+    terms = dask.delayed(recurring_terms)(_whole(papers.map(_terms).flatten().frequencies()))
+    kept = db.map(kept_terms, papers, terms)
+    # Long forms per short-form key → the acronyms a free short form joins.
+    defined = db.map(definitions, papers, kept).flatten().foldby(
+        _first, _add_second, set, _union, set)
+    keyed = db.map(entity_keys, papers, kept, dask.delayed(acronyms)(_whole(defined)))
+    # Candidates per (entity key, form, long form) → each entity key's forms → its entity.
+    named = db.map(surface_forms, papers, kept, keyed).flatten().frequencies().map_partitions(
+        _name_entities, folder)
+    # Keys per entity id → the id-collision rule, group by group, then checked across groups.
+    numbered = dask.delayed(settle)(_whole(named.foldby(_id_of, _append, list, _extend, list)
+                                           .map(_number)))
+    ids = db.map(_ids, keyed, dask.delayed(_id_map)(numbered))
+    # One graph, unoptimized: optimizing each result apart would rename, so repeat, the steps
+    # they share (every result needs the kept terms).
+    found, entity_ids, entities = client.gather(client.compute(
+        [kept, ids, dask.delayed(entity_table)(numbered)], optimize_graph=False))
+    client.cancel(scattered)
+    return Plan(tuple(found), tuple(entity_ids), entities)
+
+
+def _check_workers(client, address: str, folder: str | None) -> None:
+    expected = _plan_version(folder)
+    found = client.run(_plan_version, folder)
+    for worker, version in sorted(found.items()):
+        if version != expected:
+            raise ServiceError(
+                f"the Dask workers of {address} run another kg or vocabulary ({worker} has "
+                f"{version}; this kg has {expected}): install this kg and its vocabulary on "
+                "every worker, then run the command again")
+
+
+@functools.cache
+def _plan_version(folder: str | None) -> str:
+    """What a plan depends on in this process: kg's pipeline version and the vocabulary that
+    ``load_vocabulary`` gives for ``folder`` (once loaded, a process keeps it)."""
+    concepts = _vocabulary(folder).concepts
+    digest = hashlib.sha256(repr(sorted(concepts.items())).encode("utf-8")).hexdigest()
+    return f"{_version()} vocabulary {digest[:16]}"
+
+
+def _vocabulary(folder: str | None):
+    from kg.vocab import load_vocabulary
+
+    return load_vocabulary() if folder is None else load_vocabulary(Path(folder))
+
+
+# Small named pieces for the bag steps (named, not lambdas: they pickle by reference).
+
+def _terms(prep: Prep) -> tuple[str, ...]:
+    return prep.terms
+
+
+def _first(pair: tuple):
+    return pair[0]
+
+
+def _add_second(into: set, pair: tuple) -> set:
+    into.add(pair[1])
+    return into
+
+
+def _union(into: set, other: set) -> set:
+    into |= other
+    return into
+
+
+def _name_entities(counted: Iterable, folder: str | None) -> list[tuple[Key, Entity]]:
+    from kg.resolve import forms_by_key, name_entity
+
+    vocab = _vocabulary(folder)
+    return [(key, name_entity(key, forms, vocab))
+            for key, forms in forms_by_key(counted).items()]
+
+
+def _id_of(named: tuple[Key, Entity]) -> str:
+    return named[1].id
+
+
+def _append(group: list, named: tuple[Key, Entity]) -> list:
+    group.append(named)
+    return group
+
+
+def _extend(group: list, other: list) -> list:
+    group.extend(other)
+    return group
+
+
+def _number(group: tuple[str, list[tuple[Key, Entity]]]) -> tuple[str, list]:
+    from kg.resolve import number_ids
+
+    return group[0], number_ids(group[1])
+
+
+def _whole(bag):
+    """A bag of one partition (a foldby's result) as one Delayed list, its keys unchanged."""
+    (whole,) = bag.to_delayed(optimize_graph=False)
+    return whole
+
+
+def _id_map(numbered: dict[Key, Entity]) -> dict[Key, str]:
+    return {key: entity.id for key, entity in numbered.items()}
+
+
+def _ids(keys: tuple[Key, ...], ids: dict[Key, str]) -> tuple[str, ...]:
+    return tuple(map(ids.__getitem__, keys))
