@@ -263,6 +263,8 @@ def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = 
     ...     plan_on_cluster(preps, client) == plan(preps)
     True
     """
+    from itertools import chain
+
     import dask
     import dask.bag as db
 
@@ -307,11 +309,15 @@ def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = 
                                            .map(_number)))
     ids = db.map(_ids, keyed, dask.delayed(_id_map)(numbered))
     # One graph, unoptimized: optimizing each result apart would rename, so repeat, the steps
-    # they share (every result needs the kept terms).
-    found, entity_ids, entities = client.gather(client.compute(
-        [kept, ids, dask.delayed(entity_table)(numbered)], optimize_graph=False))
+    # they share. Partition by partition: gathered here from the workers that hold them, not
+    # first joined on one worker.
+    parts = len(scattered)
+    found = client.gather(client.compute(
+        [*kept.to_delayed(optimize_graph=False), *ids.to_delayed(optimize_graph=False),
+         dask.delayed(entity_table)(numbered)], optimize_graph=False))
     client.cancel(scattered)
-    return Plan(tuple(found), tuple(entity_ids), entities)
+    return Plan(tuple(chain.from_iterable(found[:parts])),
+                tuple(chain.from_iterable(found[parts:-1])), found[-1])
 
 
 def _check_workers(client, address: str, folder: str | None) -> None:
