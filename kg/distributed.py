@@ -290,7 +290,8 @@ def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = 
         npartitions = max(2 * sum(client.nthreads().values()),
                           -(-len(preps) // PLAN_PARTITION))
     # Scattered: the preps go to the workers as data, not inside the task graph (whose
-    # conversion walks every tuple). The graph holds only their keys, so keep the futures.
+    # conversion walks every tuple). The graph holds only their keys: the futures must live
+    # until the results are in (dropping them releases the data).
     size = -(-len(preps) // npartitions)
     scattered = client.scatter(partitions(preps, size), hash=False)
     papers = db.from_delayed(scattered)
@@ -315,7 +316,6 @@ def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = 
     found = client.gather(client.compute(
         [*kept.to_delayed(optimize_graph=False), *ids.to_delayed(optimize_graph=False),
          dask.delayed(entity_table)(numbered)], optimize_graph=False))
-    client.cancel(scattered)
     return Plan(tuple(chain.from_iterable(found[:parts])),
                 tuple(chain.from_iterable(found[parts:-1])), found[-1])
 
