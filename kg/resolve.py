@@ -261,7 +261,7 @@ def name_entity(key: Key, forms: Forms, vocab: Vocabulary) -> Entity:
                   type_, name, aliases, concept)
 
 
-def number_ids(named: Iterable[tuple[Key, Entity]]) -> list[tuple[Key, Entity]]:
+def number_ids(named: Sequence[tuple[Key, Entity]]) -> Sequence[tuple[Key, Entity]]:
     """The id-collision rule, in key order (not the order given): an id held by an entity of
     another concept gets a suffix from the key; two names (no concept) of one id are one entity.
 
@@ -271,12 +271,11 @@ def number_ids(named: Iterable[tuple[Key, Entity]]) -> list[tuple[Key, Entity]]:
     ...     (("Method", "foo"), Entity("method/foo", "Method", "FOO"))])]
     [(False, 'method/foo'), (True, 'method/foo-thod-foo')]
     """
-    named = sorted(named, key=itemgetter(0))
     if len(named) < 2:  # most ids: one key
         return named
     held: dict[str, Entity] = {}
     out = []
-    for key, entity in named:
+    for key, entity in sorted(named, key=itemgetter(0)):
         if entity.id in held and held[entity.id].concept != entity.concept:
             ident = key[1]
             suffix = ident[:8] if entity.concept is None else slugify(ident)[-8:]
@@ -298,8 +297,8 @@ def settle(groups: Iterable[tuple[str, list[tuple[Key, Entity]]]]) -> dict[Key, 
     for base, numbered in groups:
         for key, entity in numbered:
             if claims.setdefault(entity.id, base) != base:
-                return dict(number_ids((k, replace(e, id=b)) for b, group in groups
-                                       for k, e in group))
+                return dict(number_ids([(k, replace(e, id=b)) for b, group in groups
+                                        for k, e in group]))
             out[key] = entity
     return out
 
