@@ -23,15 +23,16 @@ import hashlib
 import os
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import CancelledError  # distributed's FutureCancelledError is one
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kg.errors import KgError, ServiceError
-from kg.model import Entity, Extraction, Paper
+from kg.model import Extraction, Paper
 
 if TYPE_CHECKING:
     from kg.resolve import Key, Plan, Prep
@@ -243,11 +244,12 @@ def _lost(address: str, exc: BaseException) -> ServiceError:
 def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = None,
                     npartitions: int | None = None) -> Plan:
     """``kg.resolve.plan(preps, load_vocabulary(vocabulary))``, computed on the Dask cluster of
-    ``client`` (a ``distributed.Client``): the same map steps, over ``npartitions`` partitions
-    of papers (by default two per worker thread, and at most ``PLAN_PARTITION`` papers each),
-    and the same reduces, as foldbys keyed by term key, short-form key, entity key and entity
-    id: no step pairs papers up or sees every paper's candidates. Per-paper results come back
-    in the order of ``preps``.
+    ``client`` (a ``distributed.Client``): the same map steps, one task per partition of
+    papers (``npartitions``; by default two per worker thread, at most ``PLAN_PARTITION``
+    papers each), and the same reduces, keyed by term key, short-form key, (entity key, form,
+    long form) and entity id, each counted within a partition, then merged by key in a tree
+    of tasks, as ``Bag.foldby`` does: no step pairs papers up, and past the partitions none
+    holds more than one row a key. Per-paper results come back in the order of ``preps``.
 
     Only the vocabulary's folder (None: the installed one) travels; each worker loads it once
     (``load_vocabulary``). Workers whose kg or vocabulary differs from this process's are a
@@ -263,22 +265,9 @@ def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = 
     ...     plan_on_cluster(preps, client) == plan(preps)
     True
     """
-    from itertools import chain
+    from dask import delayed
 
-    import dask
-    import dask.bag as db
-
-    from kg.resolve import (
-        Plan,
-        acronyms,
-        definitions,
-        entity_keys,
-        entity_table,
-        kept_terms,
-        recurring_terms,
-        settle,
-        surface_forms,
-    )
+    from kg.resolve import Plan
 
     if not preps:
         return Plan((), (), {})
@@ -289,35 +278,31 @@ def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = 
     if npartitions is None:
         npartitions = max(2 * sum(client.nthreads().values()),
                           -(-len(preps) // PLAN_PARTITION))
-    # Scattered: the preps go to the workers as data, not inside the task graph (whose
-    # conversion walks every tuple). The graph holds only their keys: the futures must live
-    # until the results are in (dropping them releases the data).
-    size = -(-len(preps) // npartitions)
-    scattered = client.scatter(partitions(preps, size), hash=False)
-    papers = db.from_delayed(scattered)
+    # Scattered: the preps go to the workers as data, not inside the task graph. The graph
+    # holds only their keys: the futures must live until the results are in.
+    parts = client.scatter([_Rows(part) for part in
+                            partitions(preps, -(-len(preps) // npartitions))], hash=False)
     # Papers per term key → the recurring terms, which every partition reads for its kept.
-    terms = dask.delayed(recurring_terms)(_whole(papers.map(_terms).flatten().frequencies()))
-    kept = db.map(kept_terms, papers, terms)
+    terms = delayed(_recurring)(_merged(_add_counts,
+                                        [delayed(_term_counts)(part) for part in parts]))
+    kept = [delayed(_kept_terms)(part, terms) for part in parts]
     # Long forms per short-form key → the acronyms a free short form joins.
-    defined = db.map(definitions, papers, kept).flatten().foldby(
-        _first, _add_second, set, _union, set)
-    keyed = db.map(entity_keys, papers, kept, dask.delayed(acronyms)(_whole(defined)))
-    # Candidates per (entity key, form, long form) → each entity key's forms → its entity.
-    named = db.map(surface_forms, papers, kept, keyed).flatten().frequencies().map_partitions(
-        _name_entities, folder)
-    # Keys per entity id → the id-collision rule, group by group, then checked across groups.
-    numbered = dask.delayed(settle)(_whole(named.foldby(_id_of, _append, list, _extend, list)
-                                           .map(_number)))
-    ids = db.map(_ids, keyed, dask.delayed(_id_map)(numbered))
-    # One graph, unoptimized: optimizing each result apart would rename, so repeat, the steps
-    # they share. Partition by partition: gathered here from the workers that hold them, not
-    # first joined on one worker.
-    parts = len(scattered)
+    joins = delayed(_acronyms)(_merged(_add_definitions, [
+        delayed(_definitions)(part, keep) for part, keep in zip(parts, kept, strict=True)]))
+    keyed = [delayed(_entity_keys)(part, keep, joins)
+             for part, keep in zip(parts, kept, strict=True)]
+    # Candidates per (entity key, form, long form) → each entity key's entity; then entity
+    # keys per entity id → the id-collision rule.
+    numbered = delayed(_number_entities)(_merged(_add_counts, [
+        delayed(_form_counts)(part, keep, keys)
+        for part, keep, keys in zip(parts, kept, keyed, strict=True)]), folder)
+    ids = delayed(_id_map)(numbered)
     found = client.gather(client.compute(
-        [*kept.to_delayed(optimize_graph=False), *ids.to_delayed(optimize_graph=False),
-         dask.delayed(entity_table)(numbered)], optimize_graph=False))
-    return Plan(tuple(chain.from_iterable(found[:parts])),
-                tuple(chain.from_iterable(found[parts:-1])), found[-1])
+        [*kept, *(delayed(_ids)(keys, ids) for keys in keyed),
+         delayed(_entity_table)(numbered)]))
+    n = len(parts)
+    return Plan(tuple(chain.from_iterable(found[:n])),
+                tuple(chain.from_iterable(found[n:2 * n])), dict(found[-1]))
 
 
 def _check_workers(client, address: str, folder: str | None) -> None:
@@ -346,63 +331,110 @@ def _vocabulary(folder: str | None):
     return load_vocabulary() if folder is None else load_vocabulary(Path(folder))
 
 
-# Small named pieces for the bag steps (named, not lambdas: they pickle by reference).
-
-def _terms(prep: Prep) -> tuple[str, ...]:
-    return prep.terms
-
-
-def _first(pair: tuple):
-    return pair[0]
+# The tasks of plan_on_cluster. What they return travels between processes: distributed sends
+# a list, tuple, set or dict item by item (~20-50 µs an item: 1.2 s for four lists of 5,000
+# empty tuples, against 6 ms whole), so rows go as _Rows and tables as _Table or Counter.
 
 
-def _add_second(into: set, pair: tuple) -> set:
-    into.add(pair[1])
-    return into
+class _Rows(tuple):
+    """A partition's rows: pickled whole."""
+
+    __slots__ = ()
 
 
-def _union(into: set, other: set) -> set:
-    into |= other
-    return into
+class _Table(dict):
+    """A mapping: pickled whole."""
+
+    __slots__ = ()
 
 
-def _name_entities(counted: Iterable, folder: str | None) -> list[tuple[Key, Entity]]:
-    from kg.resolve import forms_by_key, name_entity
+def _merged(combine: Callable, parts: list, every: int = 8):
+    """``parts`` (Delayed) merged by ``combine`` in a tree, ``every`` at a time."""
+    from dask import delayed
+
+    while len(parts) > 1:
+        parts = [delayed(combine)(*parts[i:i + every]) for i in range(0, len(parts), every)]
+    return parts[0]
+
+
+def _term_counts(preps: _Rows) -> Counter[str]:
+    return Counter(chain.from_iterable(prep.terms for prep in preps))
+
+
+def _add_counts(*counts: Counter) -> Counter:
+    total: Counter = Counter()
+    for count in counts:
+        total.update(count)
+    return total
+
+
+def _recurring(counts: Counter[str]) -> frozenset[str]:
+    from kg.resolve import recurring_terms
+
+    return recurring_terms(counts.items())
+
+
+def _kept_terms(preps: _Rows, terms: frozenset[str]) -> _Rows:
+    from kg.resolve import kept_terms
+
+    return _Rows(kept_terms(prep, terms) for prep in preps)
+
+
+def _definitions(preps: _Rows, kept: _Rows) -> defaultdict[Key, set[Key]]:
+    from kg.resolve import definitions
+
+    defined: defaultdict[Key, set[Key]] = defaultdict(set)
+    for prep, keep in zip(preps, kept, strict=True):
+        for short, long in definitions(prep, keep):
+            defined[short].add(long)
+    return defined
+
+
+def _add_definitions(*parts: defaultdict[Key, set[Key]]) -> defaultdict[Key, set[Key]]:
+    defined: defaultdict[Key, set[Key]] = defaultdict(set)
+    for part in parts:
+        for short, longs in part.items():
+            defined[short] |= longs
+    return defined
+
+
+def _acronyms(defined: defaultdict[Key, set[Key]]) -> _Table:
+    from kg.resolve import acronyms
+
+    return _Table(acronyms(defined.items()))
+
+
+def _entity_keys(preps: _Rows, kept: _Rows, joins: _Table) -> _Rows:
+    from kg.resolve import entity_keys
+
+    return _Rows(entity_keys(prep, keep, joins) for prep, keep in zip(preps, kept, strict=True))
+
+
+def _form_counts(preps: _Rows, kept: _Rows, keyed: _Rows) -> Counter:
+    from kg.resolve import surface_forms
+
+    return Counter(chain.from_iterable(
+        surface_forms(prep, keep, keys) for prep, keep, keys in zip(preps, kept, keyed,
+                                                                    strict=True)))
+
+
+def _number_entities(counts: Counter, folder: str | None) -> _Table:
+    from kg.resolve import forms_by_key, name_entity, number_entities
 
     vocab = _vocabulary(folder)
-    return [(key, name_entity(key, forms, vocab))
-            for key, forms in forms_by_key(counted).items()]
+    return _Table(number_entities((key, name_entity(key, forms, vocab))
+                                  for key, forms in forms_by_key(counts.items()).items()))
 
 
-def _id_of(named: tuple[Key, Entity]) -> str:
-    return named[1].id
+def _id_map(numbered: _Table) -> _Table:
+    return _Table({key: entity.id for key, entity in numbered.items()})
 
 
-def _append(group: list, named: tuple[Key, Entity]) -> list:
-    group.append(named)
-    return group
+def _ids(keyed: _Rows, ids: _Table) -> _Rows:
+    return _Rows(tuple(map(ids.__getitem__, keys)) for keys in keyed)
 
 
-def _extend(group: list, other: list) -> list:
-    group.extend(other)
-    return group
+def _entity_table(numbered: _Table) -> _Table:
+    from kg.resolve import entity_table
 
-
-def _number(group: tuple[str, list[tuple[Key, Entity]]]) -> tuple[str, list]:
-    from kg.resolve import number_ids
-
-    return group[0], number_ids(group[1])
-
-
-def _whole(bag):
-    """A bag of one partition (a foldby's result) as one Delayed list, its keys unchanged."""
-    (whole,) = bag.to_delayed(optimize_graph=False)
-    return whole
-
-
-def _id_map(numbered: dict[Key, Entity]) -> dict[Key, str]:
-    return {key: entity.id for key, entity in numbered.items()}
-
-
-def _ids(keys: tuple[Key, ...], ids: dict[Key, str]) -> tuple[str, ...]:
-    return tuple(map(ids.__getitem__, keys))
+    return _Table(entity_table(numbered))

@@ -124,7 +124,7 @@ def plan(preps: Sequence[Prep], vocab: Vocabulary | None = None, recurring: bool
     Three group-bys, each a map over papers and a reduce by key, composed here in one process
     (``kg.distributed.plan_on_cluster`` runs the same pieces on a Dask cluster): papers per
     term key (``recurring_terms``), long forms per acronym key (``acronyms``), forms per entity
-    key (``name_entity``); then the id-collision rule by entity id (``number_ids``, ``settle``).
+    key (``name_entity``); then the id-collision rule by entity id (``number_entities``).
     """
     vocab = vocab or load_vocabulary()
     terms = recurring_terms(Counter(chain.from_iterable(p.terms for p in preps)).items()
@@ -139,11 +139,8 @@ def plan(preps: Sequence[Prep], vocab: Vocabulary | None = None, recurring: bool
     found = forms_by_key(Counter(chain.from_iterable(
         surface_forms(prep, keep, keys) for prep, keep, keys in zip(preps, kept, keyed,
                                                                     strict=True))).items())
-    groups: dict[str, list[tuple[Key, Entity]]] = defaultdict(list)
-    for key, forms in found.items():
-        entity = name_entity(key, forms, vocab)
-        groups[entity.id].append((key, entity))
-    numbered = settle((base, number_ids(group)) for base, group in groups.items())
+    numbered = number_entities((key, name_entity(key, forms, vocab))
+                               for key, forms in found.items())
     ids = {key: entity.id for key, entity in numbered.items()}
     return Plan(kept, tuple(tuple(map(ids.__getitem__, keys)) for keys in keyed),
                 entity_table(numbered))
@@ -283,6 +280,15 @@ def number_ids(named: Sequence[tuple[Key, Entity]]) -> Sequence[tuple[Key, Entit
         held[entity.id] = entity
         out.append((key, entity))
     return out
+
+
+def number_entities(named: Iterable[tuple[Key, Entity]]) -> dict[Key, Entity]:
+    """Each key's entity, its id final: the keys are grouped by entity id, each group
+    numbered alone (``number_ids``), and the groups settled (``settle``)."""
+    groups: dict[str, list[tuple[Key, Entity]]] = defaultdict(list)
+    for key, entity in named:
+        groups[entity.id].append((key, entity))
+    return settle((base, number_ids(group)) for base, group in groups.items())
 
 
 def settle(groups: Iterable[tuple[str, list[tuple[Key, Entity]]]]) -> dict[Key, Entity]:
