@@ -1,13 +1,14 @@
 """Extraction and the corpus-level plan on a Dask cluster: ``kg build --engine dask
 [--scheduler tcp://HOST:8786]``.
 
-Only per-paper extraction runs on the cluster. Papers go out in partitions; each worker builds
+Per-paper extraction runs on the cluster. Papers go out in partitions; each worker builds
 the Extractor once (``kg.pipeline.extractor`` is a per-process cache keyed by the trained model,
 so only that name travels, never a spaCy object) and sends back offsets (``compact``), which are
 expanded here in input order. The corpus-level steps then run from the project cache exactly as
-after the local engine, so the exports are byte-identical whichever engine extracted;
-``plan_on_cluster`` decides them on the cluster: ``kg.resolve.plan``'s map steps over partitions
-of papers and its reduces as group-bys keyed by term, short form, entity key and entity id.
+after the local engine, so the exports are byte-identical whichever engine extracted.
+``plan_on_cluster`` decides the same on the cluster: ``kg.resolve.plan``'s map steps over
+partitions of papers and its reduces as group-bys keyed by term, short form, entity key and
+entity id.
 
 Without a scheduler address a ``LocalCluster`` (worker processes on 127.0.0.1) is started for
 the run and closed after it. Needs the extra: ``pip install 'kg[dask]'``.
