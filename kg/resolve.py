@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from itertools import chain
+from operator import itemgetter
 from typing import NamedTuple
 
 from kg.extract import LabelIndex, match_key, relabel, singular_phrase
@@ -98,6 +100,9 @@ def prepare(ex: Extraction, vocab: Vocabulary | None = None) -> Prep:
                 tuple(c.span.text for c in every), tuple(c.long_form for c in every))
 
 
+Key = tuple[str, str]  # an entity key: (type, concept IRI or surface key)
+
+
 @dataclass(frozen=True)
 class Plan:
     """Corpus-level resolution decided from the papers' ``Prep``s alone.
@@ -114,64 +119,199 @@ class Plan:
 def plan(preps: Sequence[Prep], vocab: Vocabulary | None = None, recurring: bool = True
          ) -> Plan:
     """Decide, from every paper's ``Prep``, which pending terms are kept (``recurring``) and
-    which entity each candidate is: linear in the candidates, no text needed."""
+    which entity each candidate is: linear in the candidates, no text needed.
+
+    Three group-bys, each a map over papers and a reduce by key, composed here in one process
+    (``kg.distributed.plan_on_cluster`` runs the same pieces on a Dask cluster): papers per
+    term key (``recurring_terms``), long forms per acronym key (``acronyms``), forms per entity
+    key (``name_entity``); then the id-collision rule by entity id (``number_entities``).
+    """
     vocab = vocab or load_vocabulary()
-    papers_with: Counter[str] = Counter()
-    if recurring:
-        for prep in preps:
-            papers_with.update(prep.terms)
-    kept = tuple(tuple(i for i, key in enumerate(prep.pending)
-                       if key is not None and papers_with[key] >= 2) for prep in preps)
+    terms = recurring_terms(Counter(chain.from_iterable(p.terms for p in preps)).items()
+                            ) if recurring else frozenset()
+    kept = tuple(kept_terms(prep, terms) for prep in preps)
+    defined: dict[Key, set[Key]] = defaultdict(set)
+    for prep, keep in zip(preps, kept, strict=True):
+        for short, long in definitions(prep, keep):
+            defined[short].add(long)
+    joins = acronyms(defined.items())
+    keyed = [entity_keys(prep, keep, joins) for prep, keep in zip(preps, kept, strict=True)]
+    found = forms_by_key(Counter(chain.from_iterable(
+        surface_forms(prep, keep, keys) for prep, keep, keys in zip(preps, kept, keyed,
+                                                                    strict=True))).items())
+    numbered = number_entities((key, name_entity(key, forms, vocab))
+                               for key, forms in found.items())
+    ids = {key: entity.id for key, entity in numbered.items()}
+    return Plan(kept, tuple(tuple(map(ids.__getitem__, keys)) for keys in keyed),
+                entity_table(numbered))
 
-    def active(prep: Prep, keep: tuple[int, ...]) -> list[int]:
-        n = len(prep.keys) - len(prep.pending)
-        return [*range(n), *(n + i for i in keep)]
 
-    # Acronyms defined anywhere: (type, short-form key) → long-form keys. An undefined use of a
-    # short form elsewhere joins the long form only when that mapping is unambiguous.
-    defined: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
-    positions = [active(prep, keep) for prep, keep in zip(preps, kept, strict=True)]
-    for prep, at in zip(preps, positions, strict=True):
-        for j in at:
-            if prep.shorts[j] is not None:
-                defined[prep.shorts[j]].add(prep.keys[j])
+# Map steps (one paper) and reduce steps (one key), pure: a cluster may run them anywhere.
 
-    surfaces: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    long_forms: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    per_paper: list[list[tuple[str, str]]] = []
-    for prep, at in zip(preps, positions, strict=True):
-        keyed = []
-        for j in at:
-            key = prep.keys[j]
-            if prep.free[j] and len(defined.get(key, ())) == 1:
-                key = next(iter(defined[key]))
-            keyed.append(key)
-            surfaces[key][prep.forms[j]] += 1
-            if prep.long_forms[j]:
-                long_forms[key][prep.long_forms[j]] += 1
-        per_paper.append(keyed)
+def recurring_terms(counts: Iterable[tuple[str, int]]) -> frozenset[str]:
+    """The term keys that recur, from (term key, papers counting it) pairs: a paper's pending
+    term is kept where another paper counts its key too.
 
-    ids: dict[tuple[str, str], str] = {}
-    entities: dict[str, Entity] = {}
-    for key in sorted(surfaces):
-        type_, ident = key
-        concept = ident if ident.startswith(CONCEPT_NS) else None
-        if concept:
-            name = vocab.concepts[concept].pref_label
-            slug = concept_slug(concept)
-        else:
-            pool = long_forms[key] or surfaces[key]
-            name = sorted(pool.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-            slug = slugify(name)
-        entity_id = f"{type_.lower()}/{slug}"
-        if entity_id in entities and entities[entity_id].concept != concept:
-            entity_id = f"{entity_id}-{ident[:8] if concept is None else slugify(ident)[-8:]}"
-        # A bare number ("100" of "CIFAR-10/100") is a mention, never an alias.
-        forms = {f for f in set(surfaces[key]) | set(long_forms[key]) if not f.isdigit()}
-        aliases = tuple(sorted(forms - {name}, key=lambda s: (s.casefold(), s)))
-        ids[key] = entity_id
-        entities[entity_id] = Entity(entity_id, type_, name, aliases, concept)
-    return Plan(kept, tuple(tuple(ids[k] for k in keyed) for keyed in per_paper), entities)
+    >>> sorted(recurring_terms([("kv cache", 2), ("warm start", 1)]))
+    ['kv cache']
+    """
+    return frozenset(key for key, n in counts if n >= 2)
+
+
+def kept_terms(prep: Prep, recurring: Container[str]) -> tuple[int, ...]:
+    """The positions of the pending terms ``prep`` keeps: those whose key recurs."""
+    return tuple(i for i, key in enumerate(prep.pending) if key is not None and key in recurring)
+
+
+def _active(prep: Prep, keep: tuple[int, ...], field: tuple) -> tuple:
+    """``field`` of the paper's candidates, then of its kept pending terms."""
+    n = len(prep.keys) - len(prep.pending)
+    return field[:n] + tuple(field[n + i] for i in keep) if keep else field[:n]
+
+
+def definitions(prep: Prep, keep: tuple[int, ...]) -> list[tuple[Key, Key]]:
+    """(short-form key, long-form entity key) of each acronym the paper defines."""
+    if prep.shorts.count(None) == len(prep.shorts):
+        return []
+    return [(short, key) for short, key in zip(_active(prep, keep, prep.shorts),
+                                               _active(prep, keep, prep.keys), strict=True)
+            if short is not None]
+
+
+def acronyms(defined: Iterable[tuple[Key, Collection[Key]]]) -> dict[Key, Key]:
+    """The long form each short form joins, from (short key, every long key defined for it):
+    a use of the short form without a definition joins its long form only when the corpus
+    defines it one way.
+
+    >>> rrs, a, b = ("Method", "rrs"), ("Method", "rotated runtime smooth"), ("Method", "x")
+    >>> acronyms([(rrs, {a})]) == {rrs: a}, acronyms([(rrs, {a, b})])
+    (True, {})
+    """
+    return {short: next(iter(longs)) for short, longs in defined if len(longs) == 1}
+
+
+def entity_keys(prep: Prep, keep: tuple[int, ...], joins: Mapping[Key, Key]
+                ) -> tuple[Key, ...]:
+    """The entity key of each candidate of the paper, kept terms last: a free short form
+    joins the long form of ``joins`` (``acronyms``)."""
+    keys = _active(prep, keep, prep.keys)
+    if joins.keys().isdisjoint(keys):  # most papers: no short form to join
+        return keys
+    return tuple([joins.get(key, key) if free else key
+                  for key, free in zip(keys, _active(prep, keep, prep.free),
+                                       strict=True)])
+
+
+def surface_forms(prep: Prep, keep: tuple[int, ...], keys: Sequence[Key]
+                  ) -> list[tuple[Key, str, str | None]]:
+    """(entity key, surface form, long form) of each candidate, to count (``forms_by_key``)."""
+    return list(zip(keys, _active(prep, keep, prep.forms),
+                    _active(prep, keep, prep.long_forms), strict=True))
+
+
+Forms = Counter  # of one entity key: (surface form, long form or None) → candidates
+
+
+def forms_by_key(counted: Iterable[tuple[tuple[Key, str, str | None], int]]
+                 ) -> dict[Key, Forms]:
+    """The ``Forms`` of each entity key, from counted ``surface_forms`` items.
+
+    >>> forms_by_key([((("Model", "bert"), "BERT", None), 2)])
+    {('Model', 'bert'): Counter({('BERT', None): 2})}
+    """
+    by_key: dict[Key, Forms] = defaultdict(Counter)
+    for (key, form, long), n in counted:
+        by_key[key][form, long] += n
+    return dict(by_key)
+
+
+def name_entity(key: Key, forms: Forms, vocab: Vocabulary) -> Entity:
+    """The entity of one key, its id not yet checked for collisions (``number_ids``): a
+    concept's preferred label, else the most frequent long form (else surface form), ties to
+    the smallest string; every other form is an alias.
+
+    >>> forms = Counter({("ResNet18", None): 1, ("ResNet-18", None): 2})
+    >>> entity = name_entity(("Model", "resnet18"), forms, load_vocabulary())
+    >>> entity.id, entity.name, entity.aliases
+    ('model/resnet-18', 'ResNet-18', ('ResNet18',))
+    """
+    type_, ident = key
+    concept = ident if ident.startswith(CONCEPT_NS) else None
+    longs = [(long, n) for (_, long), n in forms.items() if long]
+    every = {form for form, _ in forms}.union(long for long, _ in longs)
+    if concept:
+        name = vocab.concepts[concept].pref_label
+    elif len(every) == 1:  # most keys: one form
+        (name,) = every
+    else:
+        # The long forms, else the surface forms, counted per candidate.
+        pool: dict[str, int] = {}
+        for (form, long), n in forms.items():
+            if long or not longs:
+                pool[long or form] = pool.get(long or form, 0) + n
+        name = min(pool.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    # A bare number ("100" of "CIFAR-10/100") is a mention, never an alias.
+    every.discard(name)
+    aliases = tuple(sorted((f for f in every if not f.isdigit()),
+                           key=lambda s: (s.casefold(), s))) if every else ()
+    return Entity(f"{type_.lower()}/{concept_slug(concept) if concept else slugify(name)}",
+                  type_, name, aliases, concept)
+
+
+def number_ids(named: Sequence[tuple[Key, Entity]]) -> Sequence[tuple[Key, Entity]]:
+    """The id-collision rule, in key order (not the order given): an id held by an entity of
+    another concept gets a suffix from the key; two names (no concept) of one id are one entity.
+
+    >>> ours = ("Method", f"{CONCEPT_NS}method/foo")
+    >>> [(e.concept is not None, e.id) for k, e in number_ids([
+    ...     (ours, Entity("method/foo", "Method", "Foo", (), ours[1])),
+    ...     (("Method", "foo"), Entity("method/foo", "Method", "FOO"))])]
+    [(False, 'method/foo'), (True, 'method/foo-thod-foo')]
+    """
+    if len(named) < 2:  # most ids: one key
+        return named
+    held: dict[str, Entity] = {}
+    out = []
+    for key, entity in sorted(named, key=itemgetter(0)):
+        if entity.id in held and held[entity.id].concept != entity.concept:
+            ident = key[1]
+            suffix = ident[:8] if entity.concept is None else slugify(ident)[-8:]
+            entity = replace(entity, id=f"{entity.id}-{suffix}")
+        held[entity.id] = entity
+        out.append((key, entity))
+    return out
+
+
+def number_entities(named: Iterable[tuple[Key, Entity]]) -> dict[Key, Entity]:
+    """Each key's entity, its id final: the keys are grouped by entity id, each group
+    numbered alone (``number_ids``), and the groups settled (``settle``)."""
+    groups: dict[str, list[tuple[Key, Entity]]] = defaultdict(list)
+    for key, entity in named:
+        groups[entity.id].append((key, entity))
+    return settle((base, number_ids(group)) for base, group in groups.items())
+
+
+def settle(groups: Iterable[tuple[str, list[tuple[Key, Entity]]]]) -> dict[Key, Entity]:
+    """Each key's entity, from (id before numbering, ``number_ids`` of its keys) groups.
+
+    Numbering each group alone equals numbering every key at once unless a suffixed id is
+    another group's id too; then every key is numbered at once, as ``number_ids`` would.
+    """
+    groups = list(groups)
+    out: dict[Key, Entity] = {}
+    claims: dict[str, str] = {}  # id → the group whose keys hold it
+    for base, numbered in groups:
+        for key, entity in numbered:
+            if claims.setdefault(entity.id, base) != base:
+                return dict(number_ids([(k, replace(e, id=b)) for b, group in groups
+                                        for k, e in group]))
+            out[key] = entity
+    return out
+
+
+def entity_table(numbered: Mapping[Key, Entity]) -> dict[str, Entity]:
+    """The entities by id, in key order (of keys sharing an id, the last)."""
+    return {numbered[key].id: numbered[key] for key in sorted(numbered)}
 
 
 def resolve(
