@@ -1265,6 +1265,8 @@ def write_admin_shards(batches: Iterable[Corpus], out_dir: Path, *, vocabulary=N
                     _write_csv(out_dir / shard_name(table, number), None, tables[table]))
         if on_batch:
             on_batch(len(batch))
+        # Let go of this batch before the next is read: two at once would double the peak.
+        del batch, fresh, entities, has_concept, paper_rels, entity_rels, tables
     written = [path for table in SHARDED for path in shards[table]]
     for table in SHARDED:
         written.append(_write_csv(out_dir / shard_name(table), ADMIN_HEADERS[table], ()))
@@ -1321,9 +1323,15 @@ def _jsonl_batches(path: Path, size: int) -> Iterator[Corpus]:
     with path.open(encoding="utf-8") as fh, \
             tempfile.TemporaryDirectory(prefix="kg-shard-") as tmp:
         part = Path(tmp) / "batch.jsonl"
-        first_line = 1
-        while lines := list(itertools.islice(fh, size)):
-            part.write_text("".join(lines), encoding="utf-8")
+        first_line, count = 1, size
+        while count == size:
+            lines = list(itertools.islice(fh, size))
+            if not lines:
+                break
+            with part.open("w", encoding="utf-8") as out:
+                out.writelines(lines)  # not "".join: a second copy of the batch's text
+            count = len(lines)
+            del lines  # the text is in the file: not held while its Corpus is
             try:
                 yield read_jsonl(part)  # checked as every extraction file is
             except InputError as exc:  # name the project's file and line, not the batch's
@@ -1332,7 +1340,7 @@ def _jsonl_batches(path: Path, size: int) -> Iterator[Corpus]:
                     raise
                 raise InputError(f"{path}:{first_line + int(where[1]) - 1}: "
                                  f"{str(exc)[where.end():]}") from exc
-            first_line += len(lines)
+            first_line += count
 
 
 def write_project_admin_csvs(project, out_dir: Path, *,
