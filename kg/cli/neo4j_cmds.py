@@ -229,13 +229,20 @@ def cypher(query_file, params, fmt, write, conn):
               help="cypher: a cypher-shell script; neo4j-admin: CSVs for database import.")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path),
               default=Path("exports"), show_default=True, help="Output directory.")
-def export(inputs, ingest, strict, workers, fmt, output):
+@click.option("--shard-papers", type=click.IntRange(1), default=5000, show_default=True,
+              help="neo4j-admin from a project DIR: papers per CSV shard (what is held in "
+                   "memory at once).")
+def export(inputs, ingest, strict, workers, fmt, output, shard_papers):
     """Write the graph as a Cypher script or as neo4j-admin import CSVs.
 
     \b
     cypher       OUTPUT/graph.cypher: `cypher-shell -u neo4j -p … -f graph.cypher`
                  (data in :param blocks, the same MERGE statements as `kg neo4j load`).
     neo4j-admin  OUTPUT/neo4j-admin/*.csv and import.sh for `neo4j-admin database import`.
+                 From a project directory (one INPUT, built by `kg build -o DIR`) the papers
+                 are read --shard-papers at a time and each growing table is written as a
+                 header file plus numbered shards (papers.header.csv, papers-000001.csv, …),
+                 so memory stays bounded at any corpus size; import.sh names every file.
 
     \b
     Examples:
@@ -245,8 +252,13 @@ def export(inputs, ingest, strict, workers, fmt, output):
     from kg.exports import check_writable
     from kg.neo4j_store import write_admin_csvs, write_cypher_script
     from kg.pipeline import load_corpus
+    from kg.project import is_project
 
     check_writable(output)  # before the long part, not after it
+    admin = output / "neo4j-admin"
+    if fmt == "neo4j-admin" and len(inputs) == 1 and is_project(inputs[0]):
+        _export_project_admin(inputs[0], admin, shard_papers)
+        return
     notices: list[str] = []
     corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
                          options=ingest, notices=notices)
@@ -255,6 +267,26 @@ def export(inputs, ingest, strict, workers, fmt, output):
         path = write_cypher_script(corpus, output / "graph.cypher")
         click.echo(f"wrote {path}")
     else:
-        paths = write_admin_csvs(corpus, output / "neo4j-admin")
-        click.echo(f"wrote {len(paths)} files to {output / 'neo4j-admin'} "
-                   f"(run {output / 'neo4j-admin' / 'import.sh'})")
+        paths = write_admin_csvs(corpus, admin)
+        click.echo(f"wrote {len(paths)} files to {admin} (run {admin / 'import.sh'})")
+
+
+def _export_project_admin(directory: str, admin: Path, shard_papers: int) -> None:
+    import contextlib
+
+    from kg.neo4j_store import write_project_admin_csvs
+    from kg.project import open_project
+
+    project = open_project(directory)
+    n_papers = len(project.manifest.papers) - len(project.manifest.failed)
+    with contextlib.ExitStack() as stack:
+        on_batch = None
+        if show_progress():
+            from kg.progress import Progress
+
+            on_batch = stack.enter_context(Progress(n_papers, "writing neo4j-admin CSVs")).update
+        paths = write_project_admin_csvs(project, admin, papers_per_shard=shard_papers,
+                                         on_batch=on_batch)
+    shards = sum(1 for p in paths if p.name.startswith("papers-"))
+    click.echo(f"wrote {len(paths)} files to {admin}: {n_papers:,} papers in {shards} "
+               f"shard(s) of up to {shard_papers:,} (run {admin / 'import.sh'})")
