@@ -134,9 +134,19 @@ def _why(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
+@contextmanager
+def session(scheduler: str | None = None, workers: int = 2):
+    """A ``(client, address)`` of the cluster at ``scheduler`` (else of a LocalCluster of
+    ``workers`` processes) for a whole build: its extraction and its plan share it, so a local
+    cluster starts once."""
+    with _client(scheduler, workers) as connected:
+        yield connected
+
+
 def extract_each(papers: Sequence[Paper], *, scheduler: str | None = None, workers: int = 2,
                  on_progress: Callable[[int], None] | None = None,
-                 trained_model: str | None = None) -> Iterator[Extraction | str]:
+                 trained_model: str | None = None,
+                 connected: tuple | None = None) -> Iterator[Extraction | str]:
     """Each paper's Extraction (before the corpus-level step), in input order, or a message
     saying why the extractor failed on that paper, as ``kg.pipeline.extract_each`` gives them,
     extracted on the Dask cluster at ``scheduler`` (else on a LocalCluster of ``workers``
@@ -150,6 +160,9 @@ def extract_each(papers: Sequence[Paper], *, scheduler: str | None = None, worke
     True
     """
     if not papers:
+        return
+    if connected is not None:  # a session's (client, address)
+        yield from _ordered(*connected, papers, on_progress, trained_model)
         return
     with _client(scheduler, workers) as (client, address):
         yield from _ordered(client, address, papers, on_progress, trained_model)

@@ -25,6 +25,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -231,6 +232,14 @@ def _remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> Non
     if admin.is_dir() and not admin.is_symlink():
         for name in ADMIN_FILES:
             (admin / name).unlink(missing_ok=True)
+        # A project's sharded export (kg.neo4j_store.write_admin_shards): stem.header.csv
+        # and stem-NNNNNN.csv of each table.
+        stems = "|".join(re.escape(name.removesuffix(".csv")) for name in ADMIN_FILES
+                         if name.endswith(".csv"))
+        shard = re.compile(rf"(?:{stems})(?:\.header|-\d{{6}})\.csv")
+        for path in admin.glob("*.csv"):
+            if shard.fullmatch(path.name) and not path.is_symlink():
+                path.unlink()
         with contextlib.suppress(OSError):  # not empty: the user's own files stay
             admin.rmdir()
     for leftover in [*out_dir.glob(f"{_TMP_PREFIX}*"), *out_dir.glob(f"{_PROBE_PREFIX}*")]:

@@ -369,11 +369,12 @@ class _Resolved:
     Corpus-level decisions come from each paper's cached ``Prep`` (made once per content key),
     so no vocabulary lookup is repeated. ``fresh`` papers (this run's inputs) replace the
     cached Paper, so messages name today's file and line. ``digests[pid]`` hashes what the
-    paper's result derives from: its content, kept terms and entity ids.
+    paper's result derives from: its content, kept terms and entity ids. With ``cluster``
+    (a ``kg.distributed.session``) the plan is made on that Dask cluster.
     """
 
-    def __init__(self, cache: _Cache, papers: Mapping[str, str], fresh: Mapping[str, Paper]
-                 ) -> None:
+    def __init__(self, cache: _Cache, papers: Mapping[str, str], fresh: Mapping[str, Paper],
+                 cluster: tuple | None = None) -> None:
         from kg.pipeline import expand
         from kg.resolve import plan, prepare
         from kg.vocab import load_vocabulary
@@ -401,7 +402,14 @@ class _Resolved:
                     made.append((papers[pid], prep))
             cache.put_preps(made)
         self.order = [pid for pid in ids if pid not in self.failed]
-        decided = plan([preps[papers[pid]] for pid in self.order], vocab)
+        ordered = [preps[papers[pid]] for pid in self.order]
+        if cluster is not None:  # the same plan, as group-bys on the Dask cluster
+            from kg.distributed import plan_on_cluster
+
+            decided = plan_on_cluster(ordered, cluster[0])
+        else:
+            decided = plan(ordered, vocab)
+        del ordered, preps
         self.entities = decided.entities
         self.kept = dict(zip(self.order, decided.kept, strict=True))
         self.entity_ids = dict(zip(self.order, decided.entity_ids, strict=True))
@@ -567,11 +575,15 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                 raise ProjectError(f"{meta / 'cache.sqlite'}: lost the extraction of "
                                    f"{len(lost)} paper(s) ({', '.join(lost[:5])}); run "
                                    f"`kg build INPUT... -o {root}` with all the inputs")
-            _extract(cache, todo, pipeline, workers, on_progress, trained_model,
-                     engine=engine, scheduler=scheduler)
-            step(f"resolving entities across {len(keys):,} papers")
-            fresh_by_id = {p.id: p for p in fresh}
-            resolved = _Resolved(cache, keys, fresh_by_id)
+            if engine not in ("local", "dask"):
+                raise InputError(f"engine {engine!r}: choose local or dask")
+            # On Dask, extraction and the resolution plan share one cluster session.
+            with (_dask_session(scheduler, workers) if engine == "dask"
+                  else contextlib.nullcontext()) as cluster:
+                _extract(cache, todo, pipeline, workers, on_progress, trained_model,
+                         cluster=cluster)
+                step(f"resolving entities across {len(keys):,} papers")
+                resolved = _Resolved(cache, keys, {p.id: p for p in fresh}, cluster=cluster)
             number = current.generation + 1 if current else 1
             gen = meta / _gen_name(number)
             if gen.exists():  # left by a build that was killed before it committed
@@ -648,17 +660,21 @@ def _format_notice(asked: Sequence[str], chosen: Sequence[str]) -> tuple[str, ..
             "e.g. `--formats jsonl,nt`) writes them and keeps them current",)
 
 
+def _dask_session(scheduler: str | None, workers: int):
+    from kg import distributed
+
+    return distributed.session(scheduler, workers)
+
+
 def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
              on_progress: Callable[[int, int], None] | None, trained_model: str | None, *,
-             engine: str = "local", scheduler: str | None = None) -> None:
+             cluster: tuple | None = None) -> None:
     """Extract ``papers`` and store each result (or failure) in the cache as it comes, so a
-    killed build keeps what it has done. ``engine="dask"`` extracts on the Dask cluster at
-    ``scheduler`` (else a LocalCluster of ``workers`` processes; see kg.distributed)."""
+    killed build keeps what it has done. ``cluster``, a ``kg.distributed.session``, extracts
+    on that Dask cluster instead of local processes."""
     from kg.model import Extraction
     from kg.pipeline import compact, extract_each
 
-    if engine not in ("local", "dask"):
-        raise InputError(f"engine {engine!r}: choose local or dask")
     if not papers:
         return
     batch: list[tuple[str, Paper, tuple | str]] = []
@@ -670,11 +686,11 @@ def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
         if on_progress:
             on_progress(done, len(papers))
 
-    if engine == "dask":
+    if cluster is not None:
         from kg import distributed
 
-        items = distributed.extract_each(papers, scheduler=scheduler, workers=workers,
-                                         on_progress=progress, trained_model=trained_model)
+        items = distributed.extract_each(papers, on_progress=progress,
+                                         trained_model=trained_model, connected=cluster)
     else:
         items = extract_each(papers, workers, progress, trained_model)
     for paper, item in zip(papers, items, strict=True):

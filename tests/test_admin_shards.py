@@ -191,3 +191,21 @@ def test_the_real_neo4j_admin_import_of_the_shards_matches_the_single_files(seed
     assert shards == whole
     relations = sum(len(r.relations) for r in corpus.results)
     assert whole[0] > len(corpus) + len(corpus.entities) and whole[1] > relations
+
+
+def test_a_rebuild_of_the_project_removes_shards_exported_into_it(tmp_path):
+    from kg import project
+    from kg.pipeline import read_papers
+
+    papers = read_papers([SEED])[0]
+    project.build(tmp_path, papers[:10], formats=["jsonl"])
+    done = subprocess.run([sys.executable, "-m", "kg", "export", str(tmp_path), "--format",
+                           "neo4j-admin", "-o", str(tmp_path), "--shard-papers", "4"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    admin = tmp_path / "neo4j-admin"
+    assert (admin / "papers-000003.csv").is_file()
+    (admin / "papers-mine.csv").write_text("mine", encoding="utf-8")
+    # The export described the 10-paper project; once it holds 19 papers the shards are stale.
+    project.build(tmp_path, papers, formats=["jsonl"])
+    assert sorted(p.name for p in admin.iterdir()) == ["papers-mine.csv"]
