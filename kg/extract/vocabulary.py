@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import add
 
 from kg.extract.text import is_acronym_like, label_key, variants
 from kg.extract.words import COORDINATED, TYPE_CONFIDENCE, VERSION_TAIL
@@ -122,6 +124,124 @@ def coordinated_names(index: LabelIndex, text: str) -> Iterator[Candidate]:
             pos += len(number)
 
 
+class PhraseTable:
+    """Phrases as token sequences, matched in a text's tokens exactly as spaCy's PhraseMatcher
+    would (the one this replaces): what it found, in its order. Building it takes no Doc
+    and no lexemes, which made PhraseMatcher.add cost over a second per process.
+
+    ``phrases`` maps each key ("ci:form" matched case-insensitively, i.e. on str.lower like
+    spaCy's LOWER, "cs:form" exactly, like ORTH) to its labels. The forms are split with the
+    pipeline's tokenizer; a phrase never spans a whitespace token.
+
+    >>> table = PhraseTable({"ci:language model": ["LM"], "ci:large language model": ["LLM"],
+    ...                      "cs:LM": ["LM (acronym)"]})
+    >>> table.matches(["Large", "language", "model", "LM", "lm"])
+    [(0, 3, ('LLM',)), (1, 3, ('LM',)), (3, 4, ('LM (acronym)',))]
+    """
+
+    def __init__(self, phrases: dict[str, list]) -> None:
+        from kg.extract.nlp import TOKEN, split_words  # (nlp imports this module)
+
+        # A trie flattened into one dict per kind: each phrase's words → its labels, and each
+        # proper prefix of a phrase → (), so a walk stops where PhraseMatcher's trie walk would.
+        # (Nested dicts take twice as long to build.)
+        ci: dict[tuple[str, ...], tuple] = {}
+        cs: dict[tuple[str, ...], tuple] = {}
+        for key in sorted(phrases):  # the order PhraseMatcher.add was called in
+            form = key[3:]
+            # With single spaces only (as ``variants`` makes every form), the tokenizer's
+            # words are just the TOKEN matches, and six times cheaper to find.
+            words = TOKEN.findall(form) if form == " ".join(form.split()) else \
+                split_words(form)[0]
+            if key.startswith("cs:"):
+                table, seq = cs, tuple(words)
+            else:
+                table, seq = ci, tuple(w.lower() for w in words)
+            for end in range(1, len(seq)):
+                table.setdefault(seq[:end], ())
+            table[seq] = (*table.get(seq, ()), key)
+        for table in (ci, cs):
+            for seq, keys in table.items():
+                if len(keys) == 1:
+                    table[seq] = tuple(phrases[keys[0]])
+                elif keys:
+                    table[seq] = tuple(label for key in _phrasematcher_order(list(keys))
+                                       for label in phrases[key])
+        self._ci, self._cs = ci, cs
+        # The first words of phrases: most words start none, and skip the table at once.
+        self._ci_heads = {seq[0] for seq in ci}
+        self._cs_heads = {seq[0] for seq in cs}
+
+    def matches(self, words: list[str]) -> list[tuple[int, int, tuple]]:
+        """(start, end, labels) for every phrase at ``words[start:end]``: the case-insensitive
+        ones first, each kind by start, then by length (PhraseMatcher's order)."""
+        out: list[tuple[int, int, tuple]] = []
+        for table, heads, seq in ((self._ci, self._ci_heads, tuple(map(str.lower, words))),
+                                  (self._cs, self._cs_heads, tuple(words))):
+            n = len(seq)
+            for i in [i for i, word in enumerate(seq) if word in heads]:
+                for j in range(i + 1, n + 1):
+                    labels = table.get(seq[i:j])
+                    if labels is None:  # no phrase starts with these words
+                        break
+                    if labels:
+                        out.append((i, j, labels))
+        return out
+
+
+def _phrasematcher_order(keys: list[str]) -> list[str]:
+    """Keys sharing one token sequence in the order PhraseMatcher reported them: the slot
+    order of the preshed hash map it keeps them in (8 cells, linear probing, doubled when 3/5
+    full), keyed by spaCy's string hash and filled in ``keys`` order. Only a few dozen forms
+    share their words with another ("CLIP Score", "CLIP score"), but in two pairs the concepts
+    differ, and candidate order reaches the output. tests/test_matcher.py checks this against
+    the real PhraseMatcher, so a spaCy upgrade that changes it shows."""
+    from spacy.strings import hash_string
+
+    def place(cells: list[int], h: int) -> None:
+        i = h & (len(cells) - 1)
+        while cells[i]:
+            i = (i + 1) & (len(cells) - 1)
+        cells[i] = h
+
+    cells = [0] * 8
+    for filled, key in enumerate(keys, 1):  # the keys are distinct
+        place(cells, hash_string(key))
+        if (filled + 1) * 5 >= len(cells) * 3:
+            old, cells = cells, [0] * (len(cells) * 2)
+            for h in old:
+                if h:
+                    place(cells, h)
+    by_hash = {hash_string(key): key for key in keys}
+    return [by_hash[h] for h in cells if h]
+
+
+def phrases(vocab: Vocabulary) -> dict[str, list[_Label]]:
+    """Every surface form the vocabulary component matches, keyed "ci:form" (any case) or
+    "cs:form" (acronym-like labels: this case only), with the labels of the concepts it names.
+
+    >>> from kg.vocab import load_vocabulary
+    >>> keys = phrases(load_vocabulary())
+    >>> sorted(k for k in keys if k[3:].lower().startswith("lipschitz continuit"))
+    ['ci:Lipschitz continuities', 'ci:Lipschitz continuity', 'ci:Lipschitz continuitys']
+    >>> [k for k in keys if k[3:].lower() == "llms"]
+    ['cs:LLMs']
+    """
+    keys: dict[str, list[_Label]] = {}
+    for concept in vocab.concepts.values():
+        if not concept.matchable:
+            continue
+        entry = _Label(concept.iri, concept.type)
+        for text in (concept.pref_label, *concept.alt_labels):
+            sensitive = is_acronym_like(text)
+            for form in sorted(variants(text)):
+                key = ("cs:" if sensitive else "ci:") + form
+                bucket = keys.setdefault(key, [])
+                if entry not in bucket:
+                    bucket.append(entry)
+    return keys
+
+
 class VocabularyMatcher:
     """The ``kg_vocabulary`` component: phrase matches of every label as Candidates.
 
@@ -129,50 +249,25 @@ class VocabularyMatcher:
     plural and hyphen/space variants. The candidates go to ``doc.user_data["kg_candidates"]``.
     """
 
-    def __init__(self, nlp) -> None:
-        from spacy.matcher import PhraseMatcher
-
-        self.nlp = nlp
-        self.ci = PhraseMatcher(nlp.vocab, attr="LOWER")
-        self.cs = PhraseMatcher(nlp.vocab, attr="ORTH")
-        self.keys: dict[str, list[_Label]] = {}
+    def __init__(self) -> None:
+        self.table = PhraseTable({})
 
     def set_labels(self, vocab: Vocabulary) -> None:
         """Match the labels of ``vocab`` (replacing any labels set before)."""
-        from spacy.matcher import PhraseMatcher
-
-        self.ci = PhraseMatcher(self.nlp.vocab, attr="LOWER")
-        self.cs = PhraseMatcher(self.nlp.vocab, attr="ORTH")
-        keys: dict[str, list[_Label]] = {}
-        for concept in vocab.concepts.values():
-            if not concept.matchable:
-                continue
-            for text in (concept.pref_label, *concept.alt_labels):
-                sensitive = is_acronym_like(text)
-                for form in sorted(variants(text)):
-                    key = ("cs:" if sensitive else "ci:") + form
-                    entry = _Label(concept.iri, concept.type)
-                    bucket = keys.setdefault(key, [])
-                    if entry not in bucket:
-                        bucket.append(entry)
-        for key in sorted(keys):
-            sensitive, form = key.startswith("cs:"), key[3:]
-            (self.cs if sensitive else self.ci).add(key, [self.nlp.make_doc(form)])
-        self.keys = keys
+        self.table = PhraseTable(phrases(vocab))
 
     def __call__(self, doc):
+        # The tokenizer's words: no Token objects, no attribute arrays.
+        words, spaces = doc.user_data["kg_words"]
+        text = doc.user_data["kg_text"]
         found: list[Candidate] = []
-        matches = [*self.ci(doc), *self.cs(doc)]
+        matches = self.table.matches(words)
         if matches:
-            from spacy.attrs import IDX, LENGTH
-
-            strings = doc.vocab.strings
-            offsets = doc.to_array([IDX, LENGTH]).tolist()  # no Token objects: much faster
-            text = doc.user_data["kg_text"]
-            for match_id, start, end in matches:
-                s_char = offsets[start][0]
-                e_char = offsets[end - 1][0] + offsets[end - 1][1]
-                for label in self.keys[strings[match_id]]:
+            # Each word's offset in the text: the lengths of the words and spaces before it.
+            starts = [0, *accumulate(map(add, map(len, words), spaces))]
+            for start, end, labels in matches:
+                s_char, e_char = starts[start], starts[end - 1] + len(words[end - 1])
+                for label in labels:
                     found.append(Candidate(Span(text[s_char:e_char], s_char, e_char),
                                            label.type, "vocabulary", label.concept,
                                            TYPE_CONFIDENCE["vocabulary"]))
