@@ -293,7 +293,7 @@ def write_exports(
     (out_dir / RECORD).unlink(missing_ok=True)
 
     if triples is None and (n_triples is None or
-                            wanted & {"graph.nt", "graph.ttl", "graph.jsonld"}):
+                            (wanted - set(ready)) & {"graph.nt", "graph.ttl", "graph.jsonld"}):
         step("RDF triples")
         triples = rdf.corpus_triples(corpus)
     writers: list[tuple[str, Callable[[Path], object]]] = [

@@ -346,6 +346,68 @@ def triples_to_ntriples(triples: list[Triple]) -> str:
     return "".join([f"{s} {p} {o} .\n" for s, p, o in triples])
 
 
+class SortedNTriples:
+    """Sorted, de-duplicated N-Triples in bounded memory, for graphs too big to hold: triples
+    come in any order (``add``), are sorted a run of ``run_lines`` at a time into files under
+    ``scratch``, and ``write`` merges the runs. The bytes are those of ``corpus_ntriples`` on
+    the same triples (UTF-8 byte order is code point order, and line order is tuple order).
+
+    >>> import tempfile
+    >>> lines = SortedNTriples(Path(tempfile.mkdtemp()), run_lines=2)
+    >>> lines.add([("<b>", "<p>", '"2"'), ("<a>", "<p>", "<c>")])
+    >>> lines.add([("<a>", "<p>", "<c>"), ("<a>", "<p>", '"1"')])
+    >>> out = Path(tempfile.mkdtemp()) / "g.nt"
+    >>> lines.write(out), out.read_text()
+    (3, '<a> <p> "1" .\\n<a> <p> <c> .\\n<b> <p> "2" .\\n')
+    """
+
+    def __init__(self, scratch: Path, run_lines: int = 250_000) -> None:
+        self.scratch, self.run_lines = Path(scratch), run_lines
+        self.lines: set[bytes] = set()
+        self.runs: list[Path] = []
+
+    def add(self, triples: Iterable[Triple]) -> None:
+        for s, p, o in triples:
+            self.lines.add(f"{s} {p} {o} .\n".encode())
+            if len(self.lines) >= self.run_lines:
+                self._spill()
+
+    def _spill(self) -> None:
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        run = self.scratch / f"run-{len(self.runs):06d}.nt"
+        with run.open("wb") as fh:
+            fh.writelines(sorted(self.lines))
+        self.runs.append(run)
+        self.lines = set()
+
+    def write(self, path: Path) -> int:
+        """Write the sorted lines to ``path`` (removing the runs); returns how many."""
+        import heapq
+        from contextlib import ExitStack
+
+        written = 0
+        try:
+            with path.open("wb") as out:
+                if not self.runs:
+                    out.writelines(sorted(self.lines))
+                    return len(self.lines)
+                self._spill()
+                with ExitStack() as files:
+                    runs = [files.enter_context(run.open("rb", buffering=1 << 20))
+                            for run in self.runs]
+                    last = None
+                    for line in heapq.merge(*runs):
+                        if line != last:  # a line in several runs is written once
+                            out.write(line)
+                            written += 1
+                            last = line
+            return written
+        finally:
+            for run in self.runs:
+                run.unlink(missing_ok=True)
+            self.runs, self.lines = [], set()
+
+
 def corpus_ntriples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> str:
     """The corpus graph as N-Triples, lines sorted.
 

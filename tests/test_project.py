@@ -120,6 +120,19 @@ def test_adds_and_removes_on_500_iclr_papers_equal_a_fresh_build(tmp_path, corpo
     assert exports(out) == fresh(base, tmp_path, formats)
 
 
+def test_graph_nt_streamed_in_sorted_runs_equals_the_graph_held_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(project, "NT_RUN_LINES", 400)  # the seed's 5,900 lines: many runs
+    papers = seed_papers()
+    streamed, whole = tmp_path / "streamed", tmp_path / "whole"
+    project.build(streamed, papers[:12], formats=["jsonl", "nt"])
+    project.add(streamed, papers[12:])  # reused papers' triples are streamed too
+    project.build(whole, papers, formats=["nt", "ttl"])  # Turtle needs every triple at once
+    assert (streamed / "graph.nt").read_bytes() == (whole / "graph.nt").read_bytes()
+    lines = (streamed / "graph.nt").read_bytes().count(b"\n")
+    assert lines == json.loads((streamed / "build.json").read_text())["counts"]["triples"]
+    assert not list(project.open_project(streamed).generation.glob("nt.runs*"))
+
+
 def test_an_unchanged_rebuild_extracts_and_writes_nothing(tmp_path):
     papers = seed_papers()
     out = tmp_path / "p"
