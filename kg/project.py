@@ -843,8 +843,12 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     previous_gen = root / META / _gen_name(current.generation) if current else None
     delta = (current is not None and current.pipeline == pipeline
              and (previous_gen / "store").is_dir())
-    # Files other than extraction.jsonl are written from every paper's result at once.
-    corpus = resolved.corpus() if set(chosen) - {"extraction.jsonl"} else None
+    # graph.nt is streamed through an external sort unless Turtle or JSON-LD (written from
+    # every triple at once) are asked for too: holding them took 4.7 GB at 20,000 papers.
+    stream_nt = "graph.nt" in chosen and not {"graph.ttl", "graph.jsonld"} & set(chosen)
+    # Other files are written from every paper's result at once.
+    corpus = (resolved.corpus() if set(chosen) - {"extraction.jsonl"}
+              - ({"graph.nt"} if stream_nt else set()) else None)
     previous = _Previous(previous_gen, current) if delta else None
     need_lines = corpus is None and "extraction.jsonl" in chosen
     reuse = {pid for pid in resolved.order
@@ -872,10 +876,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     # A new store takes each batch's triples as they come: pyoxigraph's bulk loader holds
     # what it is given (0.84 GB for one conference file, 0.16 GB a batch at a time).
     store = None if delta else _NewStore(gen / "store")
-    # graph.nt too, through an external sort, unless Turtle or JSON-LD (written from every
-    # triple at once) are asked for as well: holding the triples took 4.7 GB at 20,000 papers.
-    nt = (rdf.SortedNTriples(gen / "nt.runs", NT_RUN_LINES) if "graph.nt" in chosen
-          and not {"graph.ttl", "graph.jsonld"} & set(chosen) else None)
+    nt = rdf.SortedNTriples(gen / "nt.runs", NT_RUN_LINES) if stream_nt else None
     try:
         for batch in _chunked([pid for pid in resolved.order if pid not in reuse], 500):
             results = resolved.results(batch)
@@ -1458,7 +1459,8 @@ def _slow_results(index) -> list[tuple[str, object]]:
 
     from kg import analysis
 
-    groups = [replace(c, papers=tuple(replace(p, abstract="") for p in c.papers))
+    groups = [replace(c, papers=tuple(replace(p, abstract="") if p.abstract else p
+                                      for p in c.papers))
               for c in analysis.clusters(index)]
     types = analysis.TECHNIQUE_TYPES
     return [(analysis.result_key("technique_counts", types), analysis.technique_counts(index)),
