@@ -30,6 +30,7 @@ import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import TYPE_CHECKING, NamedTuple
 
 from kg.errors import KgError
@@ -714,12 +715,11 @@ def cooccurrence(
             for pid in pids:
                 papers_of[pid].append(eid)
     for pid in index.papers:
-        ids = sorted(set(papers_of.get(pid, ())))
-        for i, a in enumerate(ids):
-            for b in ids[i + 1:]:
-                counts[(a, b)] += 1
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-    return [(index.entities[a], index.entities[b], c) for (a, b), c in ranked]
+        counts.update(combinations(sorted(set(papers_of.get(pid, ()))), 2))
+    # (-count, a, b) tuples sort in C; a key function would be called for each of the
+    # ~30,000 pairs of a conference.
+    ranked = sorted([(-c, a, b) for (a, b), c in counts.items()])[:limit]
+    return [(index.entities[a], index.entities[b], -c) for c, a, b in ranked]
 
 
 def clusters(corpus: Corpus, seed: int = 0, min_size: int = 2, terms: int = 3) -> list[Cluster]:
@@ -739,24 +739,22 @@ def clusters(corpus: Corpus, seed: int = 0, min_size: int = 2, terms: int = 3) -
     if hit is not None:
         return hit
     index = analysis_index(corpus)
-    nodes = [("p", pid) for pid in sorted(index.papers)]
+    papers = sorted(index.papers)  # nodes 0..len(papers)-1, then the features
+    paper_at = {pid: i for i, pid in enumerate(papers)}
     keys = sorted(k for k, papers in index.postings.items()
                   if len(papers) >= 2 and index.weight(k) > 0)
-    position = {node: i for i, node in enumerate(nodes)}
     edges: list[tuple[int, int]] = []
     weights: list[float] = []
-    for key in keys:
+    for at, key in enumerate(keys, len(papers)):
         weight = index.weight(key)
-        position["f", key] = len(position)
-        nodes.append(("f", key))
-        for pid in index.postings[key]:
-            edges.append((position["p", pid], position["f", key]))
-            weights.append(weight * index.features[pid][key].factor)
+        for pid, factor in index.factors[key]:
+            edges.append((paper_at[pid], at))
+            weights.append(weight * factor)
     if not edges:
         return []
     out: list[Cluster] = []
-    for community in _louvain(len(nodes), edges, weights, seed):
-        pids = sorted((nodes[i][1] for i in community if nodes[i][0] == "p"),
+    for community in _louvain(len(papers) + len(keys), edges, weights, seed):
+        pids = sorted((papers[i] for i in community if i < len(papers)),
                       key=index.order.__getitem__)
         if len(pids) < min_size:
             continue
