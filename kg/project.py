@@ -958,8 +958,17 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                 "entity_papers": {e for state in left for e in state.counted}
                 | {e for p in rebuilt for e in light[p].counted}}
         anew["factors"] = anew["postings"]
-    try:
-        counts = index.finish(reuse, light, entities, vocab, features, anew)
+    def assemble_lines() -> None:
+        step("extraction.jsonl")
+        renamed = {eid for eid, d in entity_digests.items()
+                   if current is None or current.entity_digests.get(eid) != d}
+        lines.assemble(gen / "extraction.jsonl", resolved.order, previous,
+                       lambda pid: renamed.isdisjoint(previous.states[pid].mentioned),
+                       entities)
+
+    try:  # (extraction.jsonl is assembled while the clusters are worked out)
+        counts = index.finish(reuse, light, entities, vocab, features, anew,
+                              assemble_lines if lines is not None else None)
     except BaseException:
         if store_delta is not None:  # reap the child; the first error is the one to tell
             with contextlib.suppress(Exception):
@@ -967,13 +976,6 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
         raise
     if store_delta is not None:
         n_triples = store_delta()
-    if lines is not None:
-        step("extraction.jsonl")
-        renamed = {eid for eid, d in entity_digests.items()
-                   if current is None or current.entity_digests.get(eid) != d}
-        lines.assemble(gen / "extraction.jsonl", resolved.order, previous,
-                       lambda pid: renamed.isdisjoint(previous.states[pid].mentioned),
-                       entities)
     if nt is not None and written_nt != n_triples:  # both hold the graph: a bug if they differ
         raise KgError(f"graph.nt has {written_nt} triples but the store {n_triples}; please "
                       "report this, with the inputs if you can")
@@ -1141,13 +1143,23 @@ def _write_json(path: Path, data: object) -> None:
         tmp.write_text(json.dumps(data, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _commit(meta: Path, name: str) -> None:
-    from kg.exports import replacing
-
-    for path in (meta / name).rglob("*"):  # the generation reaches the disk before CURRENT
+def _fsync_tree(directory: Path) -> None:
+    for path in directory.rglob("*"):
         if path.is_file():
             with path.open("rb") as fh:
                 os.fsync(fh.fileno())
+
+
+def _commit(meta: Path, name: str) -> None:
+    from kg.exports import replacing
+
+    # The generation reaches the disk before CURRENT names it (its store synced itself).
+    for path in (meta / name).iterdir():
+        if path.is_file():
+            with path.open("rb") as fh:
+                os.fsync(fh.fileno())
+        elif path.name != "store":
+            _fsync_tree(path)
     with replacing(meta / "CURRENT") as tmp:
         tmp.write_text(name + "\n", encoding="utf-8")
 
@@ -1201,7 +1213,7 @@ class _NewStore:
     def __init__(self, path: Path) -> None:
         import pyoxigraph as ox
 
-        self.ox, self.store = ox, ox.Store(str(path))
+        self.ox, self.store, self.path = ox, ox.Store(str(path)), path
 
     def add(self, triples: Iterable[tuple[str, str, str]]) -> None:
         text = "".join(f"{s} {p} {o} .\n" for s, p, o in triples).encode("utf-8")
@@ -1212,6 +1224,7 @@ class _NewStore:
         self.store.flush()
         size = len(self.store)
         del self.store
+        _fsync_tree(self.path)
         return size
 
 
@@ -1293,6 +1306,7 @@ def _store_delta(previous: Path, path: Path, entities: dict, results: Mapping[st
         size += len(new)
     store.flush()
     del store
+    _fsync_tree(path)  # here, often in a child process, rather than at the commit
     return size
 
 
@@ -1369,11 +1383,13 @@ class _IndexWriter:
             rows.clear()
 
     def finish(self, reuse: set[str], parts: dict[str, Any], entities: dict, vocab,
-               features: dict[str, dict], anew: dict[str, set[str]] | None = None) -> list:
+               features: dict[str, dict], anew: dict[str, set[str]] | None = None,
+               meanwhile: Callable[[], object] | None = None) -> list:
         """Write every table; ``parts`` and ``features`` of every paper, in id order.
         ``anew`` names, per table, the keys whose rows may differ from the previous
-        generation's: the other rows are copied from it, not pickled again. Returns the
-        technique counts the index stores."""
+        generation's: the other rows are copied from it, not pickled again. ``meanwhile``
+        runs once the tables are written, while the clusters are still being worked out.
+        Returns the technique counts the index stores."""
         from kg.analysis import TECHNIQUE_TYPES, assemble_index, result_key
 
         self._flush()
@@ -1412,6 +1428,8 @@ class _IndexWriter:
                 else:
                     db.execute("INSERT INTO meta VALUES ('vocab', ?)", (pickle.dumps(vocab, 5),))
                 db.execute("CREATE TABLE results (k TEXT PRIMARY KEY, v BLOB)")
+                if meanwhile is not None:
+                    meanwhile()
                 stored = slow()
                 db.executemany("INSERT INTO results VALUES (?, ?)", stored)
         finally:
