@@ -93,8 +93,10 @@ def _worker_wait() -> float:
 
 
 @contextmanager
-def _client(scheduler: str | None, workers: int):
-    """A Client of the scheduler at ``scheduler``, else of a LocalCluster made for the run."""
+def session(scheduler: str | None = None, workers: int = 2):
+    """A ``(client, address)`` of the cluster at ``scheduler`` (else of a LocalCluster of
+    ``workers`` processes made for the run). A build's extraction and plan share one, so a
+    local cluster starts once."""
     check_installed()
     import logging
 
@@ -134,15 +136,6 @@ def _why(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
-@contextmanager
-def session(scheduler: str | None = None, workers: int = 2):
-    """A ``(client, address)`` of the cluster at ``scheduler`` (else of a LocalCluster of
-    ``workers`` processes) for a whole build: its extraction and its plan share it, so a local
-    cluster starts once."""
-    with _client(scheduler, workers) as connected:
-        yield connected
-
-
 def extract_each(papers: Sequence[Paper], *, scheduler: str | None = None, workers: int = 2,
                  on_progress: Callable[[int], None] | None = None,
                  trained_model: str | None = None,
@@ -164,7 +157,7 @@ def extract_each(papers: Sequence[Paper], *, scheduler: str | None = None, worke
     if connected is not None:  # a session's (client, address)
         yield from _ordered(*connected, papers, on_progress, trained_model)
         return
-    with _client(scheduler, workers) as (client, address):
+    with session(scheduler, workers) as (client, address):
         yield from _ordered(client, address, papers, on_progress, trained_model)
 
 

@@ -276,9 +276,9 @@ def write_exports(
     caller has them already; ``n_triples`` their number when no file here needs them.
     ``on_step`` is told the name of each step as it starts (for progress on a terminal).
     A caller that wrote some of ``files`` into ``out_dir`` itself names them ``ready`` (they
-    are recorded, not written: kg.project assembles extraction.jsonl) and passes the corpus
-    ``counts`` (papers, entities, relations, skipped), and no ``corpus`` when no other file
-    is asked for.
+    are recorded, not written: kg.project assembles extraction.jsonl and streams graph.nt)
+    and passes the corpus ``counts`` (papers, entities, relations, skipped), and no
+    ``corpus`` when no other file is asked for.
     """
     from kg import __version__, rdf
     from kg.io import write_jsonl

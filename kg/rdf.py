@@ -347,10 +347,11 @@ def triples_to_ntriples(triples: list[Triple]) -> str:
 
 
 class SortedNTriples:
-    """Sorted, de-duplicated N-Triples in bounded memory, for graphs too big to hold: triples
-    come in any order (``add``), are sorted a run of ``run_lines`` at a time into files under
-    ``scratch``, and ``write`` merges the runs. The bytes are those of ``corpus_ntriples`` on
-    the same triples (UTF-8 byte order is code point order, and line order is tuple order).
+    """Sorted, de-duplicated N-Triples for graphs too big to hold: triples come in any order
+    (``add``), are sorted a run of ``run_lines`` at a time into files under ``scratch``, and
+    ``write`` merges the runs. The bytes are those of ``corpus_ntriples`` on the same triples
+    (UTF-8 byte order is code point order, and line order is tuple order). Memory: one run,
+    then a 1 MB read buffer per run while merging (about 100 runs at 100,000 papers).
 
     >>> import tempfile
     >>> lines = SortedNTriples(Path(tempfile.mkdtemp()), run_lines=2)

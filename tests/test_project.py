@@ -121,11 +121,23 @@ def test_adds_and_removes_on_500_iclr_papers_equal_a_fresh_build(tmp_path, corpo
 
 
 def test_graph_nt_streamed_in_sorted_runs_equals_the_graph_held_whole(tmp_path, monkeypatch):
+    from kg import rdf
+
     monkeypatch.setattr(project, "NT_RUN_LINES", 400)  # the seed's 5,900 lines: many runs
+    spills = []
+    spill = rdf.SortedNTriples._spill
+    monkeypatch.setattr(rdf.SortedNTriples, "_spill", lambda self: spills.append(spill(self)))
+
+    def held_whole(*args):
+        raise AssertionError("every triple held at once")
+
+    monkeypatch.setattr(rdf, "corpus_triples", held_whole)
     papers = seed_papers()
     streamed, whole = tmp_path / "streamed", tmp_path / "whole"
     project.build(streamed, papers[:12], formats=["jsonl", "nt"])
     project.add(streamed, papers[12:])  # reused papers' triples are streamed too
+    assert len(spills) > 10
+    monkeypatch.undo()
     project.build(whole, papers, formats=["nt", "ttl"])  # Turtle needs every triple at once
     assert (streamed / "graph.nt").read_bytes() == (whole / "graph.nt").read_bytes()
     lines = (streamed / "graph.nt").read_bytes().count(b"\n")
