@@ -388,13 +388,9 @@ def _kept_terms(preps: _Rows, terms: frozenset[str]) -> _Rows:
 
 
 def _definitions(preps: _Rows, kept: _Rows) -> defaultdict[Key, set[Key]]:
-    from kg.resolve import definitions
+    from kg.resolve import defined_forms
 
-    defined: defaultdict[Key, set[Key]] = defaultdict(set)
-    for prep, keep in zip(preps, kept, strict=True):
-        for short, long in definitions(prep, keep):
-            defined[short].add(long)
-    return defined
+    return defined_forms(preps, kept)
 
 
 def _add_definitions(*parts: defaultdict[Key, set[Key]]) -> defaultdict[Key, set[Key]]:

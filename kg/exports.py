@@ -25,7 +25,6 @@ import csv
 import hashlib
 import json
 import os
-import re
 import tempfile
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -230,15 +229,14 @@ def _remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> Non
             target.unlink()
     admin = out_dir / ADMIN_DIR
     if admin.is_dir() and not admin.is_symlink():
+        from kg.neo4j_store import ADMIN_NAME
+
         for name in ADMIN_FILES:
             (admin / name).unlink(missing_ok=True)
         # A project's sharded export (kg.neo4j_store.write_admin_shards): stem.header.csv
         # and stem-NNNNNN.csv of each table.
-        stems = "|".join(re.escape(name.removesuffix(".csv")) for name in ADMIN_FILES
-                         if name.endswith(".csv"))
-        shard = re.compile(rf"(?:{stems})(?:\.header|-\d{{6}})\.csv")
         for path in admin.glob("*.csv"):
-            if shard.fullmatch(path.name) and not path.is_symlink():
+            if ADMIN_NAME.match(path.name) and not path.is_symlink():
                 path.unlink()
         with contextlib.suppress(OSError):  # not empty: the user's own files stay
             admin.rmdir()

@@ -1115,8 +1115,8 @@ ADMIN_HEADERS: dict[str, list[str]] = {
 SHARDED = ("papers.csv", "entities.csv", "rel_paper_entity.csv", "rel_entity_entity.csv",
            "has_concept.csv")
 # Any file either layout writes (a re-export removes those it did not write this time).
-_ADMIN_NAME = re.compile(r"(?P<table>papers|entities|concepts|rel_paper_entity|"
-                         r"rel_entity_entity|has_concept|broader)(\.header|-\d{6})?\.csv\Z")
+ADMIN_NAME = re.compile(r"(?P<table>papers|entities|concepts|rel_paper_entity|"
+                        r"rel_entity_entity|has_concept|broader)(\.header|-\d{6})?\.csv\Z")
 
 
 def _array(values: Iterable[str]) -> str:
@@ -1182,7 +1182,7 @@ def _finish_admin_dir(out_dir: Path, written: list[Path], nodes: Sequence[str],
         tmp.chmod(0o755)
     keep = {p.name for p in written}
     for path in sorted(out_dir.iterdir()):
-        if _ADMIN_NAME.match(path.name) and path.name not in keep and (
+        if ADMIN_NAME.match(path.name) and path.name not in keep and (
                 path.is_file() or path.is_symlink()):
             path.unlink()
     return [*written, script]

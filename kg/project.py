@@ -880,6 +880,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     # what it is given (0.84 GB for one conference file, 0.16 GB a batch at a time).
     store = None if delta else _NewStore(gen / "store")
     nt = rdf.SortedNTriples(gen / "nt.runs", NT_RUN_LINES) if stream_nt else None
+    sinks = [sink for sink in (store, nt) if sink is not None]  # what takes triples as they come
     try:
         for batch in _chunked([pid for pid in resolved.order if pid not in reuse], 500):
             results = resolved.results(batch)
@@ -897,16 +898,19 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                                                ensure_ascii=False) + "\n").encode("utf-8"))
                 if delta and current.paper_digests.get(pid) != resolved.digests[pid]:
                     changed[pid] = result
-            if store is not None or nt is not None:
-                _add_triples((store, nt), rdf.partial_triples(Corpus((), entities), results,
-                                                              (), (), vocab))
+            if sinks:
+                facts = rdf.partial_triples(Corpus((), entities), results, (), (), vocab)
+                for sink in sinks:
+                    sink.add(facts)
         if nt is not None:  # the reused papers' triples (the store has them already)
             for batch in _chunked(sorted(reuse), 500):
                 nt.add(rdf.partial_triples(Corpus((), entities), resolved.results(batch), (),
                                            (), vocab))
-        if store is not None or nt is not None:
-            _add_triples((store, nt), rdf.partial_triples(Corpus((), entities), (),
-                                                          entities.values(), concepts, vocab))
+        if sinks:
+            facts = rdf.partial_triples(Corpus((), entities), (), entities.values(),
+                                        concepts, vocab)
+            for sink in sinks:
+                sink.add(facts)
     except BaseException:
         if store is not None:
             store.close(sync=False)
@@ -928,18 +932,18 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     if nt is not None:
         step("graph.nt")
         written_nt = nt.write(gen / "graph.nt")
-        shutil.rmtree(gen / "nt.runs", ignore_errors=True)
     elif any(name in chosen for name in ("graph.nt", "graph.ttl", "graph.jsonld")):
         step("RDF triples")
         triples = rdf.corpus_triples(corpus, vocab)
+    renamed = {eid for eid, d in entity_digests.items()  # (all of them in a first build)
+               if current is None or current.entity_digests.get(eid) != d}
     anew = None
     if reuse:  # the index rows that papers rebuilt, restated or gone may change
         was = previous.states
         rebuilt = set(resolved.order) - reuse
         moved = rebuilt | index.restated
         left = [was[p] for p in (was.keys() - set(resolved.order)) | moved if p in was]
-        anew = {"entities": {eid for eid, d in entity_digests.items()
-                             if current.entity_digests.get(eid) != d},
+        anew = {"entities": renamed,
                 "features": moved,
                 "postings": {k for state in left for k in state.features}
                 | {k for p in moved for k in features[p]},
@@ -949,8 +953,6 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
 
     def assemble_lines() -> None:
         step("extraction.jsonl")
-        renamed = {eid for eid, d in entity_digests.items()
-                   if current is None or current.entity_digests.get(eid) != d}
         lines.assemble(gen / "extraction.jsonl", resolved.order, previous,
                        lambda pid: renamed.isdisjoint(previous.states[pid].mentioned),
                        entities)
@@ -1001,12 +1003,6 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     return manifest, {"shared": tuple((e, n) for e, n in counts if n >= 2),
                       "entity_types": dict(Counter(e.type for e in entities.values())),
                       "predicates": dict(predicates)}
-
-
-def _add_triples(sinks: Sequence[Any], triples: list) -> None:
-    for sink in sinks:
-        if sink is not None:
-            sink.add(triples)
 
 
 class _Lines:
@@ -1152,11 +1148,15 @@ def _write_json(path: Path, data: object) -> None:
         tmp.write_text(json.dumps(data, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def _fsync_file(path: Path) -> None:
+    with path.open("rb") as fh:
+        os.fsync(fh.fileno())
+
+
 def _fsync_tree(directory: Path) -> None:
     for path in directory.rglob("*"):
         if path.is_file():
-            with path.open("rb") as fh:
-                os.fsync(fh.fileno())
+            _fsync_file(path)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -1174,8 +1174,7 @@ def _commit(meta: Path, name: str) -> None:
     gen = meta / name
     for path in gen.iterdir():
         if path.is_file():
-            with path.open("rb") as fh:
-                os.fsync(fh.fileno())
+            _fsync_file(path)
         elif path.name != "store":
             _fsync_tree(path)
     for directory in (gen / "store", gen):
@@ -1385,21 +1384,22 @@ class _IndexWriter:
         rows instead of every one of 33,554)."""
         db = self.db
         db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
-        if anew is None:
-            db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
-                           ((k, pickle.dumps(v, 5)) for k, v in rows.items()))
-            return
-        db.execute(f'CREATE TEMP TABLE "rows_{name}" (pos INTEGER PRIMARY KEY, k TEXT, v BLOB)')
-        db.executemany(f'INSERT INTO "rows_{name}" (k, v) VALUES (?, ?)',
-                       ((k, pickle.dumps(v, 5) if k in anew else None) for k, v in rows.items()))
-        db.execute(f'INSERT INTO "{name}" SELECT r.k, coalesce(r.v, p.v) FROM "rows_{name}" r '
-                   f'LEFT JOIN previous."{name}" p ON r.v IS NULL AND p.k = r.k ORDER BY r.pos')
-        if db.execute(f'SELECT 1 FROM "{name}" WHERE v IS NULL LIMIT 1').fetchone():
+        if anew is not None:
+            db.execute(f'CREATE TEMP TABLE "rows_{name}" '
+                       "(pos INTEGER PRIMARY KEY, k TEXT, v BLOB)")
+            db.executemany(f'INSERT INTO "rows_{name}" (k, v) VALUES (?, ?)',
+                           ((k, pickle.dumps(v, 5) if k in anew else None)
+                            for k, v in rows.items()))
+            db.execute(f'INSERT INTO "{name}" SELECT r.k, coalesce(r.v, p.v) '
+                       f'FROM "rows_{name}" r LEFT JOIN previous."{name}" p '
+                       "ON r.v IS NULL AND p.k = r.k ORDER BY r.pos")
+            if not db.execute(f'SELECT 1 FROM "{name}" WHERE v IS NULL LIMIT 1').fetchone():
+                return
             # A key said to be unchanged that the previous generation lacks (a bug, which
             # the next build would meet again): write the whole table, which is always right.
             db.execute(f'DELETE FROM "{name}"')
-            db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
-                           ((k, pickle.dumps(v, 5)) for k, v in rows.items()))
+        db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
+                       ((k, pickle.dumps(v, 5)) for k, v in rows.items()))
 
     def _flush(self) -> None:
         for name, rows in self.rows.items():

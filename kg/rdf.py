@@ -406,6 +406,8 @@ class SortedNTriples:
         finally:
             for run in self.runs:
                 run.unlink(missing_ok=True)
+            if self.runs:
+                self.scratch.rmdir()  # made by _spill, and empty now
             self.runs, self.lines = [], set()
 
 

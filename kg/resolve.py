@@ -130,11 +130,7 @@ def plan(preps: Sequence[Prep], vocab: Vocabulary | None = None, recurring: bool
     terms = recurring_terms(Counter(chain.from_iterable(p.terms for p in preps)).items()
                             ) if recurring else frozenset()
     kept = tuple(kept_terms(prep, terms) for prep in preps)
-    defined: dict[Key, set[Key]] = defaultdict(set)
-    for prep, keep in zip(preps, kept, strict=True):
-        for short, long in definitions(prep, keep):
-            defined[short].add(long)
-    joins = acronyms(defined.items())
+    joins = acronyms(defined_forms(preps, kept).items())
     keyed = [entity_keys(prep, keep, joins) for prep, keep in zip(preps, kept, strict=True)]
     found = forms_by_key(Counter(chain.from_iterable(
         surface_forms(prep, keep, keys) for prep, keep, keys in zip(preps, kept, keyed,
@@ -176,6 +172,16 @@ def definitions(prep: Prep, keep: tuple[int, ...]) -> list[tuple[Key, Key]]:
     return [(short, key) for short, key in zip(_active(prep, keep, prep.shorts),
                                                _active(prep, keep, prep.keys), strict=True)
             if short is not None]
+
+
+def defined_forms(preps: Sequence[Prep], kept: Sequence[tuple[int, ...]]
+                  ) -> defaultdict[Key, set[Key]]:
+    """Every long-form key the papers define for each short-form key (``definitions``)."""
+    defined: defaultdict[Key, set[Key]] = defaultdict(set)
+    for prep, keep in zip(preps, kept, strict=True):
+        for short, long in definitions(prep, keep):
+            defined[short].add(long)
+    return defined
 
 
 def acronyms(defined: Iterable[tuple[Key, Collection[Key]]]) -> dict[Key, Key]:
