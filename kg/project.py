@@ -74,6 +74,10 @@ FORMATS: dict[str, tuple[str, ...]] = {
 AUTO_ALL_PAPERS = 2000
 # Lines of graph.nt sorted in memory at a time when it is streamed (about 60 MB of them).
 NT_RUN_LINES = 250_000
+# Fewer new papers than this are extracted in a child process while this one reads what does
+# not depend on them: importing spaCy and building the extractor (0.9 s) then dominate, and
+# kg.pipeline.extract_each extracts so few in one process anyway.
+FEW_PAPERS = 100
 
 
 class BusyError(KgError):
@@ -377,7 +381,7 @@ class _Resolved:
     """
 
     def __init__(self, cache: _Cache, papers: Mapping[str, str], fresh: Mapping[str, Paper],
-                 cluster: tuple | None = None) -> None:
+                 cluster: tuple | None = None, preps: dict[str, Any] | None = None) -> None:
         from kg.pipeline import expand
         from kg.resolve import plan, prepare
         from kg.vocab import load_vocabulary
@@ -385,7 +389,8 @@ class _Resolved:
         vocab = load_vocabulary()
         ids = sorted(papers)
         self.cache, self.keys, self.fresh = cache, papers, fresh
-        preps = cache.preps([papers[pid] for pid in ids])
+        if preps is None:  # (a caller that read them already passes them)
+            preps = cache.preps([papers[pid] for pid in ids])
         # Extractions are read only where no prep is cached (new papers, failures), a batch
         # at a time, and again for the results asked for: a build that changes a few papers
         # reads a few, and a first build never holds every extraction at once.
@@ -542,9 +547,12 @@ def _update(root: Path, target_of: Callable, **options: Any) -> Outcome:
     try:
         with _fewer_collections():
             return _update_locked(root, target_of, **options)
-    except sqlite3.Error as exc:  # e.g. "database or disk is full"
-        raise ProjectError(f"{root / META / 'cache.sqlite'}: {exc}; free some space or fix "
-                           "the permissions, then run the command again") from exc
+    except sqlite3.Error as exc:  # of the cache, or of the index being written
+        if "full" in str(exc):  # "database or disk is full"
+            raise ProjectError(f"{root}: No space left on device ({exc}); free some space "
+                               "and run the command again") from exc
+        raise ProjectError(f"{root / META}: {exc}; fix the permissions, then run the "
+                           "command again") from exc
     except OSError as exc:  # written by the store or a temporary file, not via replacing()
         if exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space" in str(exc):
             raise ProjectError(f"{root}: No space left on device ({exc}); free some space "
@@ -601,13 +609,34 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                                    f"`kg build INPUT... -o {root}` with all the inputs")
             if engine not in ("local", "dask"):
                 raise InputError(f"engine {engine!r}: choose local or dask")
+            previous_gen = meta / _gen_name(current.generation) if current else None
+            delta = (current is not None and current.pipeline == pipeline
+                     and (previous_gen / "store").is_dir())
+            preps = previous = None
+            if engine == "local" and 0 < len(todo) < FEW_PAPERS:
+                # The child imports spaCy; this process meanwhile reads the other papers'
+                # preps and the previous generation, and imports the later stages.
+                extracted = _forked(lambda: _extract_few(todo, pipeline, trained_model))
+                preps = cache.preps(sorted(keys.values()))
+                previous = _Previous(previous_gen, current) if delta else None
+                _import_later_stages()
+                rows, made = extracted()
+                cache.put(rows)
+                cache.put_preps(made)
+                preps.update(made)
+                if on_progress:
+                    on_progress(len(todo), len(todo))
             # On Dask, extraction and the resolution plan share one cluster session.
             with (_dask_session(scheduler, workers) if engine == "dask"
                   else contextlib.nullcontext()) as cluster:
-                _extract(cache, todo, pipeline, workers, on_progress, trained_model,
-                         cluster=cluster)
+                if preps is None:
+                    _extract(cache, todo, pipeline, workers, on_progress, trained_model,
+                             cluster=cluster)
                 step(f"resolving entities across {len(keys):,} papers")
-                resolved = _Resolved(cache, keys, {p.id: p for p in fresh}, cluster=cluster)
+                resolved = _Resolved(cache, keys, {p.id: p for p in fresh}, cluster=cluster,
+                                     preps=preps)
+            if delta and previous is None:
+                previous = _Previous(previous_gen, current)
             number = current.generation + 1 if current else 1
             gen = meta / _gen_name(number)
             if gen.exists():  # left by a build that was killed before it committed
@@ -615,8 +644,8 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             gen.mkdir()
             try:
                 manifest, summary = _write_generation(root, gen, resolved, keys, pipeline,
-                                                      asked, chosen, current, number, inputs,
-                                                      step)
+                                                      asked, chosen, current, previous, number,
+                                                      inputs, step)
             except BaseException:  # a failed generation is never left for a reader to find
                 shutil.rmtree(gen, ignore_errors=True)
                 raise
@@ -726,6 +755,38 @@ def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
     cache.put(batch)
 
 
+def _extract_few(papers: list[Paper], pipeline: str, trained_model: str | None
+                 ) -> tuple[list[tuple[str, Paper, tuple | str]], list[tuple[str, Any]]]:
+    """The cache rows of ``papers``' extractions (in one process) and the preps of those that
+    succeeded, made as ``_Resolved`` would make them."""
+    from kg.model import Extraction
+    from kg.pipeline import compact, expand, extract_each
+    from kg.resolve import prepare
+    from kg.vocab import load_vocabulary
+
+    vocab = load_vocabulary()
+    rows, preps = [], []
+    for paper, item in zip(papers, extract_each(papers, 1, None, trained_model), strict=True):
+        key = paper_key(paper, pipeline)
+        found = compact(item) if isinstance(item, Extraction) else item
+        rows.append((key, paper, found))
+        if not isinstance(found, str):
+            preps.append((key, prepare(expand(paper, found), vocab)))
+    return rows, preps
+
+
+def _import_later_stages() -> None:
+    """Import what the corpus-wide steps use (0.1 s) while a child extracts; igraph, for the
+    clusters, is then imported once here, not in each build's clusters child."""
+    import igraph  # noqa: F401
+    import pyoxigraph  # noqa: F401
+
+    import kg.analysis
+    import kg.exports
+    import kg.io
+    import kg.rdf  # noqa: F401
+
+
 class _State(NamedTuple):
     """What a generation keeps of one paper beyond the index rows, so the next build reuses
     it while the paper's result is unchanged (plain tuples: fast to read back)."""
@@ -820,9 +881,11 @@ class _Previous:
 
 def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str, str],
                       pipeline: str, asked: tuple[str, ...], chosen: tuple[str, ...],
-                      current: Manifest | None, number: int, inputs: Sequence[str | Path],
-                      step: Callable[[str], None]) -> tuple[Manifest, dict[str, Any]]:
-    """Write generation ``number`` into ``gen``.
+                      current: Manifest | None, previous: _Previous | None, number: int,
+                      inputs: Sequence[str | Path], step: Callable[[str], None]
+                      ) -> tuple[Manifest, dict[str, Any]]:
+    """Write generation ``number`` into ``gen``; ``previous`` is the current generation when
+    its store can take a delta (the same pipeline).
 
     Papers flow through in batches: each result becomes its index rows, its state, its
     extraction.jsonl line and (for a new store, and a streamed graph.nt) its triples, then is
@@ -843,16 +906,14 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     entities = resolved.entities
     entity_digests = {eid: _digest(e) for eid, e in sorted(entities.items())}
     concepts = tuple(sorted(rdf.concepts_described(Corpus((), entities), vocab)))
-    previous_gen = root / META / _gen_name(current.generation) if current else None
-    delta = (current is not None and current.pipeline == pipeline
-             and (previous_gen / "store").is_dir())
+    delta = previous is not None
+    previous_gen = previous.gen if delta else None
     # graph.nt is streamed through an external sort unless Turtle or JSON-LD (written from
     # every triple at once) are asked for too: holding them took 4.7 GB at 20,000 papers.
     stream_nt = "graph.nt" in chosen and not {"graph.ttl", "graph.jsonld"} & set(chosen)
     # Other files are written from every paper's result at once.
     corpus = (resolved.corpus() if set(chosen) - {"extraction.jsonl"}
               - ({"graph.nt"} if stream_nt else set()) else None)
-    previous = _Previous(previous_gen, current) if delta else None
     need_lines = corpus is None and "extraction.jsonl" in chosen
     reuse = {pid for pid in resolved.order
              if previous and previous.reusable(pid, resolved.digests[pid], need_lines)}
@@ -976,7 +1037,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
         step("query store")
     try:  # (extraction.jsonl is assembled while the clusters are worked out)
         step("query store and index" if store_delta else "query index")
-        counts = index.finish(reuse, light, entities, vocab, features, anew,
+        counts = index.finish(light, entities, vocab, features, anew,
                               assemble_lines if lines is not None else None)
     except BaseException:
         if store_delta is not None:  # reap the child; the first error is the one to tell
@@ -1343,22 +1404,27 @@ _BLOBS = ("order", "idf", "info", "names", "concept_entity", "titles", "labels",
 
 
 class _IndexWriter:
-    """Writes a generation's query index: rows of papers rebuilt as they come (``add``),
-    rows of reused papers copied from the previous generation's index, and the corpus-wide
-    tables computed from every paper's part (``finish``)."""
+    """Writes a generation's query index. Given the previous generation's (``previous``), it
+    changes a copy of that file in place: the rows of papers rebuilt (``add``) or gone, and of
+    the corpus-wide keys that may differ (``finish``); otherwise it writes every row. Tables
+    are read in key order, so both end with the same rows."""
 
     _PER_PAPER = ("papers", "pairs", "state")
 
     def __init__(self, path: Path, previous: Path | None) -> None:
+        if previous is not None:  # (copy_file_range: the kernel copies, in a few ms)
+            shutil.copyfile(previous / "index.sqlite", path)
+        self.copied = previous is not None
         self.db = sqlite3.connect(path)
         # A new file no reader sees before the generation commits (which fsyncs it).
         self.db.execute("PRAGMA journal_mode = OFF")
         self.db.execute("PRAGMA synchronous = OFF")
-        if previous is not None:  # (ATTACH cannot run inside a transaction)
-            self.db.execute("ATTACH DATABASE ? AS previous", (str(previous / "index.sqlite"),))
-        for name in self._PER_PAPER:
-            self.db.execute(f'CREATE TEMP TABLE "new_{name}" (k TEXT PRIMARY KEY, v BLOB)')
+        if not self.copied:
+            for name in (*self._PER_PAPER, *(t for t in _TABLES if t != "papers"), "meta",
+                         "results"):
+                self.db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
         self.rows: dict[str, list] = {name: [] for name in self._PER_PAPER}
+        self.rebuilt: list[str] = []
         self.restated: set[str] = set()
 
     def add(self, pid: str, part, state: _State) -> None:
@@ -1370,6 +1436,7 @@ class _IndexWriter:
                                              "confidence": part.confidence,
                                              "used": set(part.used)}))
         self.rows["state"].append((pid, state))
+        self.rebuilt.append(pid)
         if len(self.rows["state"]) >= 500:
             self._flush()
 
@@ -1379,46 +1446,42 @@ class _IndexWriter:
         self.restated.add(pid)
 
     def _table(self, name: str, rows: Mapping[str, Any], anew: set[str] | None) -> None:
-        """Table ``name`` with ``rows`` in their order; the rows of keys not ``anew`` are
-        copied from the previous generation's table (removing 50 of 4,870 papers pickles 786
-        rows instead of every one of 33,554)."""
+        """Table ``name`` with ``rows``; in a copy, only the rows of keys ``anew`` are written
+        and those of keys no longer in ``rows`` deleted (removing 50 of 4,870 papers pickles
+        786 rows instead of every one of 33,554)."""
         db = self.db
-        db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
-        if anew is not None:
-            db.execute(f'CREATE TEMP TABLE "rows_{name}" '
-                       "(pos INTEGER PRIMARY KEY, k TEXT, v BLOB)")
-            db.executemany(f'INSERT INTO "rows_{name}" (k, v) VALUES (?, ?)',
-                           ((k, pickle.dumps(v, 5) if k in anew else None)
-                            for k, v in rows.items()))
-            db.execute(f'INSERT INTO "{name}" SELECT r.k, coalesce(r.v, p.v) '
-                       f'FROM "rows_{name}" r LEFT JOIN previous."{name}" p '
-                       "ON r.v IS NULL AND p.k = r.k ORDER BY r.pos")
-            if not db.execute(f'SELECT 1 FROM "{name}" WHERE v IS NULL LIMIT 1').fetchone():
-                return
-            # A key said to be unchanged that the previous generation lacks (a bug, which
-            # the next build would meet again): write the whole table, which is always right.
-            db.execute(f'DELETE FROM "{name}"')
-        db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
-                       ((k, pickle.dumps(v, 5)) for k, v in rows.items()))
+        if not self.copied:
+            db.executemany(f'INSERT INTO "{name}" VALUES (?, ?)',
+                           ((k, pickle.dumps(v, 5)) for k, v in rows.items()))
+            return
+        old = {k for (k,) in db.execute(f'SELECT k FROM "{name}"')}
+        db.executemany(f'DELETE FROM "{name}" WHERE k = ?', ((k,) for k in old - rows.keys()))
+        # A key not said to change that the copy lacks would be a bug of ``anew``: writing
+        # its row is always right.
+        db.executemany(f'INSERT OR REPLACE INTO "{name}" VALUES (?, ?)',
+                       ((k, pickle.dumps(v, 5)) for k, v in rows.items()
+                        if k in anew or k not in old))
 
     def _flush(self) -> None:
+        if self.copied:  # a rebuilt paper may have no pairs row now
+            self.db.executemany('DELETE FROM "pairs" WHERE k = ?', ((k,) for k in self.rebuilt))
+        self.rebuilt.clear()
         for name, rows in self.rows.items():
-            self.db.executemany(f'INSERT INTO "new_{name}" VALUES (?, ?)',
+            self.db.executemany(f'INSERT OR REPLACE INTO "{name}" VALUES (?, ?)',
                                 ((k, pickle.dumps(v, 5)) for k, v in rows))
             rows.clear()
 
-    def finish(self, reuse: set[str], parts: dict[str, Any], entities: dict, vocab,
-               features: dict[str, dict], anew: dict[str, set[str]] | None = None,
+    def finish(self, parts: dict[str, Any], entities: dict, vocab, features: dict[str, dict],
+               anew: dict[str, set[str]] | None = None,
                meanwhile: Callable[[], object] | None = None) -> list:
         """Write every table; ``parts`` and ``features`` of every paper, in id order.
-        ``anew`` names, per table, the keys whose rows may differ from the previous
-        generation's: the other rows are copied from it, not pickled again. ``meanwhile``
-        runs once the tables are written, while the clusters are still being worked out.
-        Returns the technique counts the index stores."""
+        ``anew`` (with a copied index) names, per table, the keys whose rows may differ from
+        the previous generation's: the other rows are kept. ``meanwhile`` runs once the
+        tables are written, while the clusters are still being worked out. Returns the
+        technique counts the index stores."""
         from kg.analysis import TECHNIQUE_TYPES, assemble_index, result_key
 
         self._flush()
-        anew = anew if reuse else None
         index = assemble_index(parts, entities, vocab, features=features)
         # Clusters and co-occurrence take a third of an incremental build: they are worked
         # out on the second core while this one writes the tables.
@@ -1427,32 +1490,21 @@ class _IndexWriter:
         stored = None
         try:
             with db:
+                if self.copied:  # the papers gone (or failing now)
+                    gone = [(k,) for (k,) in db.execute('SELECT k FROM "state"')
+                            if k not in parts]
+                    for name in self._PER_PAPER:
+                        db.executemany(f'DELETE FROM "{name}" WHERE k = ?', gone)
                 for name in _TABLES:
                     if name != "papers":
-                        self._table(name, getattr(index, name),
-                                    anew[name] if anew is not None else None)
-                if reuse:
-                    db.execute("CREATE TEMP TABLE reuse (k TEXT PRIMARY KEY, restated INTEGER)")
-                    db.executemany("INSERT INTO reuse VALUES (?, ?)",
-                                   ((p, p in self.restated) for p in sorted(reuse)))
-                for name in self._PER_PAPER:  # in id order, the corpus order of a project
-                    db.execute(f'CREATE TABLE "{name}" (k TEXT PRIMARY KEY, v BLOB)')
-                    which = "SELECT k FROM reuse" + (" WHERE NOT restated" if name == "state"
-                                                     else "")
-                    old = (f'SELECT k, v FROM previous."{name}" WHERE k IN ({which}) '
-                           "UNION ALL " if reuse else "")
-                    db.execute(f'INSERT INTO "{name}" SELECT k, v FROM ({old}'
-                               f'SELECT k, v FROM "new_{name}") ORDER BY k')
-                db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v BLOB)")
-                db.executemany("INSERT INTO meta VALUES (?, ?)", [
+                        self._table(name, getattr(index, name), anew and anew[name])
+                # (a copy keeps its vocabulary: the same pipeline, so the same one)
+                db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [
                     ("texts", pickle.dumps(index.texts, 5)),
                     *((f"table:{name}", pickle.dumps(getattr(index, name), 5))
-                      for name in _BLOBS)])
-                if reuse:  # the same pipeline, so the same vocabulary
-                    db.execute("INSERT INTO meta SELECT k, v FROM previous.meta WHERE k = 'vocab'")
-                else:
-                    db.execute("INSERT INTO meta VALUES ('vocab', ?)", (pickle.dumps(vocab, 5),))
-                db.execute("CREATE TABLE results (k TEXT PRIMARY KEY, v BLOB)")
+                      for name in _BLOBS),
+                    *([] if self.copied else [("vocab", pickle.dumps(vocab, 5))])])
+                db.execute("DELETE FROM results")
                 if meanwhile is not None:
                     meanwhile()
                 stored = slow()
@@ -1549,7 +1601,7 @@ def _slow_results(index) -> list[tuple[str, object]]:
 
 
 class _Table(Mapping):
-    """A read-only Mapping over one index table (keys in insertion order); values read once."""
+    """A read-only Mapping over one index table (keys in order); values read once."""
 
     def __init__(self, db: sqlite3.Connection, name: str) -> None:
         self.db, self.name, self.memo = db, f'"{name}"', {}
@@ -1567,13 +1619,13 @@ class _Table(Mapping):
             f"SELECT 1 FROM {self.name} WHERE k = ?", (key,)).fetchone() is not None
 
     def __iter__(self) -> Iterator:
-        return (k for (k,) in self.db.execute(f"SELECT k FROM {self.name} ORDER BY rowid"))
+        return (k for (k,) in self.db.execute(f"SELECT k FROM {self.name} ORDER BY k"))
 
     def __len__(self) -> int:
         return self.db.execute(f"SELECT COUNT(*) FROM {self.name}").fetchone()[0]
 
     def items(self):
-        for k, v in self.db.execute(f"SELECT k, v FROM {self.name} ORDER BY rowid"):
+        for k, v in self.db.execute(f"SELECT k, v FROM {self.name} ORDER BY k"):
             if k not in self.memo:
                 self.memo[k] = pickle.loads(v)
         return [(k, self.memo[k]) for k in self]

@@ -56,7 +56,7 @@ def index_tables(directory: Path) -> dict[str, object]:
     try:
         names = [n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         return {f"index:{name}": [(k, pickle.loads(v)) for k, v in db.execute(
-                    f'SELECT k, v FROM "{name}" ORDER BY rowid') if k != "vocab"]
+                    f'SELECT k, v FROM "{name}" ORDER BY k') if k != "vocab"]
                 for name in sorted(names)}
     finally:
         db.close()
