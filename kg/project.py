@@ -1333,12 +1333,20 @@ def _store_delta(previous: Path, path: Path, entities: dict, results: Mapping[st
     new_concepts = sorted(set(concepts) - set(current.concepts))
     derived = ox.NamedNode(rdf.PROV_NS + "wasDerivedFrom")
     relation_predicates = {ox.NamedNode(rdf.ONTOLOGY_NS + p) for p in rdf.PREDICATES}
+    # The size is kept as it changes (len() of a store scans it: 0.17 s at 4,870 papers).
+    size = current.counts["triples"]
+    # A gone paper's triples and its relations' (derived from it) are found and deleted in
+    # the store, not read into Python: 2-3 times faster. Their subjects are the papers' and
+    # relations' own nodes, so none is counted again below.
+    for chunk in _chunked(gone_papers, 500):
+        nodes = " ".join(f"<{rdf.paper_iri(pid)}>" for pid in chunk)
+        where = (f"{{ VALUES ?s {{ {nodes} }} ?s ?p ?o }} UNION "
+                 f"{{ VALUES ?paper {{ {nodes} }} ?s <{derived.value}> ?paper . ?s ?p ?o }}")
+        (row,) = store.query("SELECT (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o "
+                             f"WHERE {{ {where} }} }}")
+        size -= int(row["n"].value)
+        store.update(f"DELETE {{ ?s ?p ?o }} WHERE {{ {where} }}")
     doomed: list = []
-    for pid in gone_papers:
-        node = ox.NamedNode(rdf.paper_iri(pid))
-        doomed.extend(store.quads_for_pattern(node, None, None, None))
-        for q in store.quads_for_pattern(None, derived, node, None):
-            doomed.extend(store.quads_for_pattern(q.subject, None, None, None))
     for eid in gone_entities:  # its own description; relations it is the subject of below
         node = ox.NamedNode(rdf.entity_iri(eid))
         doomed.extend(q for q in store.quads_for_pattern(node, None, None, None)
@@ -1369,8 +1377,6 @@ def _store_delta(previous: Path, path: Path, entities: dict, results: Mapping[st
     lines = [f"{s} {p} {o} .\n" for s, p, o in old_schemes - new_schemes]
     if lines:
         doomed.extend(ox.parse(input="".join(lines).encode(), format=ox.RdfFormat.N_TRIPLES))
-    # The size is kept as it changes (len() of a store scans it: 0.17 s at 4,870 papers).
-    size = current.counts["triples"]
     for quad in {ox.Quad(q.subject, q.predicate, q.object) for q in doomed}:
         if quad in store:
             store.remove(quad)
