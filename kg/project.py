@@ -612,41 +612,55 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             previous_gen = meta / _gen_name(current.generation) if current else None
             delta = (current is not None and current.pipeline == pipeline
                      and (previous_gen / "store").is_dir())
-            preps = previous = None
-            if engine == "local" and 0 < len(todo) < FEW_PAPERS:
-                # The child imports spaCy; this process meanwhile reads the other papers'
-                # preps and the previous generation, and imports the later stages.
-                extracted = _forked(lambda: _extract_few(todo, pipeline, trained_model))
-                preps = cache.preps(sorted(keys.values()))
-                previous = _Previous(previous_gen, current) if delta else None
-                _import_later_stages()
-                rows, made = extracted()
-                cache.put(rows)
-                cache.put_preps(made)
-                preps.update(made)
-                if on_progress:
-                    on_progress(len(todo), len(todo))
-            # On Dask, extraction and the resolution plan share one cluster session.
-            with (_dask_session(scheduler, workers) if engine == "dask"
-                  else contextlib.nullcontext()) as cluster:
-                if preps is None:
-                    _extract(cache, todo, pipeline, workers, on_progress, trained_model,
-                             cluster=cluster)
-                step(f"resolving entities across {len(keys):,} papers")
-                resolved = _Resolved(cache, keys, {p.id: p for p in fresh}, cluster=cluster,
-                                     preps=preps)
-            if delta and previous is None:
-                previous = _Previous(previous_gen, current)
             number = current.generation + 1 if current else 1
             gen = meta / _gen_name(number)
             if gen.exists():  # left by a build that was killed before it committed
                 shutil.rmtree(gen)
             gen.mkdir()
+            trim = None
             try:
+                # Papers gone or changed: a child checkpoints the store without their triples
+                # while this process extracts and resolves (the store delta then does less).
+                gone = sorted(p for p, k in current.papers.items() if keys.get(p) != k) \
+                    if delta else []
+                if gone:
+                    def without() -> int:
+                        return _store_without(previous_gen / "store", gen / "store", gone)
+
+                    trim = (_forked(without) if _rocksdb_free() else _done(without()),
+                            frozenset(gone))
+                preps = previous = None
+                if engine == "local" and 0 < len(todo) < FEW_PAPERS:
+                    # The child imports spaCy; this process meanwhile reads the other papers'
+                    # preps and the previous generation, and imports the later stages.
+                    extracted = _forked(lambda: _extract_few(todo, pipeline, trained_model))
+                    preps = cache.preps(sorted(keys.values()))
+                    previous = _Previous(previous_gen, current) if delta else None
+                    _import_later_stages()
+                    rows, made = extracted()
+                    cache.put(rows)
+                    cache.put_preps(made)
+                    preps.update(made)
+                    if on_progress:
+                        on_progress(len(todo), len(todo))
+                # On Dask, extraction and the resolution plan share one cluster session.
+                with (_dask_session(scheduler, workers) if engine == "dask"
+                      else contextlib.nullcontext()) as cluster:
+                    if preps is None:
+                        _extract(cache, todo, pipeline, workers, on_progress, trained_model,
+                                 cluster=cluster)
+                    step(f"resolving entities across {len(keys):,} papers")
+                    resolved = _Resolved(cache, keys, {p.id: p for p in fresh},
+                                         cluster=cluster, preps=preps)
+                if delta and previous is None:
+                    previous = _Previous(previous_gen, current)
                 manifest, summary = _write_generation(root, gen, resolved, keys, pipeline,
-                                                      asked, chosen, current, previous, number,
-                                                      inputs, step)
+                                                      asked, chosen, current, previous, trim,
+                                                      number, inputs, step)
             except BaseException:  # a failed generation is never left for a reader to find
+                if trim is not None:  # (reap the child first: it writes into gen)
+                    with contextlib.suppress(Exception):
+                        trim[0]()
                 shutil.rmtree(gen, ignore_errors=True)
                 raise
             _commit(meta, gen.name)
@@ -881,11 +895,13 @@ class _Previous:
 
 def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str, str],
                       pipeline: str, asked: tuple[str, ...], chosen: tuple[str, ...],
-                      current: Manifest | None, previous: _Previous | None, number: int,
+                      current: Manifest | None, previous: _Previous | None,
+                      trim: tuple[Callable[[], int], frozenset[str]] | None, number: int,
                       inputs: Sequence[str | Path], step: Callable[[str], None]
                       ) -> tuple[Manifest, dict[str, Any]]:
     """Write generation ``number`` into ``gen``; ``previous`` is the current generation when
-    its store can take a delta (the same pipeline).
+    its store can take a delta (the same pipeline); ``trim``, when set, waits for
+    ``_store_without`` to have checkpointed it into ``gen/store`` without the papers named.
 
     Papers flow through in batches: each result becomes its index rows, its state, its
     extraction.jsonl line and (for a new store, and a streamed graph.nt) its triples, then is
@@ -1020,10 +1036,12 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
 
     store_delta = None
     if delta:  # (a new store was loaded batch by batch above)
+        trimmed = (trim[0](), trim[1]) if trim is not None else None
+
         def apply() -> int:
             return _store_delta(previous_gen / "store", gen / "store", entities, changed,
                                 vocab, current, resolved.digests, entity_digests, concepts,
-                                links)
+                                links, trimmed)
 
         # A child process applies it while this one writes the query index (the two take
         # about as long), unless RocksDB has run in this process: a forked child would
@@ -1311,41 +1329,67 @@ class _NewStore:
         return size
 
 
+def _delete_papers(store, papers: Sequence[str]) -> int:
+    """Delete the triples of ``papers`` and of their relations' assertions (derived from
+    them) from ``store``; returns how many. Matched and deleted in the store, not read into
+    Python one quad at a time: 2-3 times faster."""
+    from kg import rdf
+
+    removed = 0
+    for chunk in _chunked(list(papers), 500):
+        nodes = " ".join(f"<{rdf.paper_iri(pid)}>" for pid in chunk)
+        where = (f"{{ VALUES ?s {{ {nodes} }} ?s ?p ?o }} UNION {{ VALUES ?paper {{ {nodes} }} "
+                 f"?s <{rdf.PROV_NS}wasDerivedFrom> ?paper . ?s ?p ?o }}")
+        (row,) = store.query("SELECT (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o "
+                             f"WHERE {{ {where} }} }}")
+        removed += int(row["n"].value)
+        store.update(f"DELETE {{ ?s ?p ?o }} WHERE {{ {where} }}")
+    return removed
+
+
+def _store_without(previous: Path, path: Path, papers: Sequence[str]) -> int:
+    """Checkpoint the store at ``previous`` into ``path`` without the triples of ``papers``
+    (``_delete_papers``); returns how many it dropped. ``_store_delta`` syncs it later."""
+    import pyoxigraph as ox
+
+    ox.Store.read_only(str(previous)).backup(str(path))
+    store = ox.Store(str(path))
+    removed = _delete_papers(store, papers)
+    store.flush()
+    del store
+    return removed
+
+
 def _store_delta(previous: Path, path: Path, entities: dict, results: Mapping[str, Any],
                  vocab, current: Manifest, paper_digests: dict[str, str],
                  entity_digests: dict[str, str],
-                 concepts: tuple[str, ...], links: tuple[tuple[str, str, str], ...]) -> int:
+                 concepts: tuple[str, ...], links: tuple[tuple[str, str, str], ...],
+                 trimmed: tuple[int, frozenset[str]] | None = None) -> int:
     """A checkpoint of the previous store with the changed papers, entities and concepts
     replaced: what ``_store_full`` of the new corpus would hold. ``results`` hold (at least)
-    every paper whose digest changed."""
+    every paper whose digest changed. ``trimmed``: ``path`` holds that checkpoint already,
+    without the triples (their number) of the papers named (``_store_without``)."""
     import pyoxigraph as ox
 
     from kg import rdf
 
-    ox.Store.read_only(str(previous)).backup(str(path))
+    removed, early = trimmed or (0, frozenset())
+    if trimmed is None:
+        ox.Store.read_only(str(previous)).backup(str(path))
     store = ox.Store(str(path))
-    gone_papers = [p for p, d in current.paper_digests.items() if paper_digests.get(p) != d]
+    gone_papers = [p for p, d in current.paper_digests.items()
+                   if paper_digests.get(p) != d and p not in early]
     new_papers = [p for p, d in paper_digests.items() if current.paper_digests.get(p) != d]
     gone_entities = [e for e, d in current.entity_digests.items()
                      if entity_digests.get(e) != d]
     new_entities = [e for e, d in entity_digests.items() if current.entity_digests.get(e) != d]
     gone_concepts = sorted(set(current.concepts) - set(concepts))
     new_concepts = sorted(set(concepts) - set(current.concepts))
-    derived = ox.NamedNode(rdf.PROV_NS + "wasDerivedFrom")
     relation_predicates = {ox.NamedNode(rdf.ONTOLOGY_NS + p) for p in rdf.PREDICATES}
     # The size is kept as it changes (len() of a store scans it: 0.17 s at 4,870 papers).
-    size = current.counts["triples"]
-    # A gone paper's triples and its relations' (derived from it) are found and deleted in
-    # the store, not read into Python: 2-3 times faster. Their subjects are the papers' and
-    # relations' own nodes, so none is counted again below.
-    for chunk in _chunked(gone_papers, 500):
-        nodes = " ".join(f"<{rdf.paper_iri(pid)}>" for pid in chunk)
-        where = (f"{{ VALUES ?s {{ {nodes} }} ?s ?p ?o }} UNION "
-                 f"{{ VALUES ?paper {{ {nodes} }} ?s <{derived.value}> ?paper . ?s ?p ?o }}")
-        (row,) = store.query("SELECT (COUNT(*) AS ?n) WHERE { SELECT DISTINCT ?s ?p ?o "
-                             f"WHERE {{ {where} }} }}")
-        size -= int(row["n"].value)
-        store.update(f"DELETE {{ ?s ?p ?o }} WHERE {{ {where} }}")
+    # The papers' and their relations' own nodes are the subjects of what _delete_papers
+    # deletes, so nothing is counted again below.
+    size = current.counts["triples"] - removed - _delete_papers(store, gone_papers)
     doomed: list = []
     for eid in gone_entities:  # its own description; relations it is the subject of below
         node = ox.NamedNode(rdf.entity_iri(eid))
@@ -1535,8 +1579,7 @@ def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
     45
     """
     if not hasattr(os, "fork"):
-        value = work()
-        return lambda: value
+        return _done(work())
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report and leave, never return into the caller
@@ -1556,20 +1599,26 @@ def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
         finally:
             os._exit(0)
     os.close(write)
+    outcome: list = []  # (ok, value), once the child is reaped: asking again repeats it
 
     def result() -> Any:
-        with os.fdopen(read, "rb") as fh:
-            data = fh.read()
-        os.waitpid(pid, 0)
-        if not data:
-            raise KgError(f"a helper process ({pid}) of the build died; run the command "
-                          "again")
-        ok, value = pickle.loads(data)
+        if not outcome:
+            with os.fdopen(read, "rb") as fh:
+                data = fh.read()
+            os.waitpid(pid, 0)
+            outcome.append(pickle.loads(data) if data else (False, KgError(
+                f"a helper process ({pid}) of the build died; run the command again")))
+        ok, value = outcome[0]
         if not ok:
             raise value
         return value
 
     return result
+
+
+def _done(value: Any) -> Callable[[], Any]:
+    """What ``_forked`` returns, for work done already."""
+    return lambda: value
 
 
 def _rocksdb_free() -> bool:

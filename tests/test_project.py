@@ -231,6 +231,26 @@ def test_remove_refuses_unknown_ids_and_keeps_the_project(tmp_path):
     assert project.open_project(out).manifest.counts["papers"] == 19
 
 
+def test_commands_in_their_own_processes_fork_helpers_and_equal_a_fresh_build(tmp_path):
+    """In a fresh `kg` process (no RocksDB thread yet) a removal checkpoints the store in a
+    child while resolving, and an addition of a few papers extracts them in a child: the
+    in-process tests, where a store has run, take the inline paths instead."""
+    papers = seed_papers()
+    lines = [json.dumps({"id": p.id, "title": p.title, "abstract": p.abstract}) + "\n"
+             for p in papers]
+    first, rest = tmp_path / "first.jsonl", tmp_path / "rest.jsonl"
+    first.write_text("".join(lines[:15]), encoding="utf-8")
+    rest.write_text("".join(lines[15:]), encoding="utf-8")
+    out = tmp_path / "p"
+    for args in (("build", first, "-o", out, "--formats", "jsonl,nt"),
+                 ("remove", out, papers[0].id, papers[3].id),
+                 ("add", out, rest)):
+        proc = kg(*args)
+        assert proc.returncode == 0, proc.stderr
+    kept = [p for i, p in enumerate(papers) if i not in (0, 3)]
+    assert exports(out) == fresh(kept, tmp_path, ["jsonl", "nt"])
+
+
 def test_cli_build_add_remove_and_queries_read_the_store(tmp_path):
     out = tmp_path / "p"
     first = tmp_path / "first.jsonl"
