@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -264,6 +264,7 @@ def write_exports(
     triples: list | None = None,
     n_triples: int | None = None,
     ready: Collection[str] = (),
+    digests: Mapping[str, str] | None = None,
     counts: dict[str, int] | None = None,
 ) -> BuildRecord:
     """Write the export set of ``kg build`` into ``out_dir`` and finish with ``build.json``.
@@ -276,7 +277,7 @@ def write_exports(
     A caller that wrote some of ``files`` into ``out_dir`` itself names them ``ready`` (they
     are recorded, not written: kg.project assembles extraction.jsonl and streams graph.nt)
     and passes the corpus ``counts`` (papers, entities, relations, skipped), and no
-    ``corpus`` when no other file is asked for.
+    ``corpus`` when no other file is asked for; ``digests`` are the sha256 of those it hashed.
     """
     from kg import __version__, rdf
     from kg.io import write_jsonl
@@ -326,7 +327,8 @@ def write_exports(
     written: dict[str, dict[str, object]] = {}
     for name in sorted(wanted):
         path = out_dir / name
-        written[name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
+        written[name] = {"bytes": path.stat().st_size,
+                         "sha256": (digests or {}).get(name) or sha256_file(path)}
     _remove_stale(out_dir, set(written) | {RECORD}, previous)
     record = BuildRecord(
         version=__version__,

@@ -1028,11 +1028,17 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                 | {e for p in rebuilt for e in light[p].counted}}
         anew["factors"] = anew["postings"]
 
+    digests: dict[str, str] = {}
+
     def assemble_lines() -> None:
+        from kg.exports import sha256_file
+
         step("extraction.jsonl")
         lines.assemble(gen / "extraction.jsonl", resolved.order, previous,
                        lambda pid: renamed.isdisjoint(previous.states[pid].mentioned),
                        entities)
+        # Hashed for build.json here, while the clusters child still runs.
+        digests["extraction.jsonl"] = sha256_file(gen / "extraction.jsonl")
 
     store_delta = None
     if delta:  # (a new store was loaded batch by batch above)
@@ -1071,7 +1077,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     record = write_exports(corpus, gen, files=chosen, inputs=inputs, on_step=step,
                            triples=triples, n_triples=n_triples,
                            ready=(*(["extraction.jsonl"] if lines is not None else []),
-                                  *(["graph.nt"] if nt is not None else [])),
+                                  *(["graph.nt"] if nt is not None else [])), digests=digests,
                            counts={"papers": len(resolved.order), "entities": len(entities),
                                    "relations": sum(predicates.values()),
                                    "skipped": len(resolved.skipped)})

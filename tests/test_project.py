@@ -19,6 +19,7 @@ from conftest import ROOT, SEED
 
 from kg import project
 from kg.cli import cli
+from kg.exports import sha256_file
 from kg.ingest import IngestOptions, read_inputs
 from kg.pipeline import read_papers
 
@@ -249,6 +250,9 @@ def test_commands_in_their_own_processes_fork_helpers_and_equal_a_fresh_build(tm
         assert proc.returncode == 0, proc.stderr
     kept = [p for i, p in enumerate(papers) if i not in (0, 3)]
     assert exports(out) == fresh(kept, tmp_path, ["jsonl", "nt"])
+    record = json.loads((out / "build.json").read_text(encoding="utf-8"))
+    assert {name: meta["sha256"] for name, meta in record["files"].items()} == {
+        name: sha256_file(out / name) for name in ("extraction.jsonl", "graph.nt")}
 
 
 def test_cli_build_add_remove_and_queries_read_the_store(tmp_path):
