@@ -237,14 +237,21 @@ def test_fast_validation_reports_what_pyshacl_reports(seed_rdf_dir, tmp_path):
     assert shaped and shaped <= {(key(v), v.message) for v in fast}
 
 
-def test_validate_is_fast_on_a_large_graph_and_keeps_its_exit_codes(corpora_dir, tmp_path):
+def test_validate_checks_a_large_graph_without_pyshacl_and_keeps_its_exit_codes(corpora_dir,
+                                                                                tmp_path):
     out = tmp_path / "iclr"
     assert kg("build", corpora_dir / ICLR, "-o", out, "--formats", "all",
               "--no-html").returncode == 0
-    started = time.monotonic()
     proc = kg("validate", out)
     assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - started < 30  # pyshacl took 83 s here; kg.shacl takes ~6 s
+    # The shapes run as compiled SPARQL on pyoxigraph (pyshacl took 83 s on this graph,
+    # kg.shacl ~6 s: bench figures, not asserted): no fallback to pyshacl happens.
+    done = subprocess.run([sys.executable, "-c", (
+        "import sys; from kg.rdf import validate_graph; "
+        f"assert validate_graph({str(out)!r}) == []; "
+        "assert 'pyshacl' not in sys.modules")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
     broken = broken_graph(out, tmp_path)
     proc = kg("validate", broken, "--limit", "3")
     assert proc.returncode == 1 and "SHACL violation(s)" in proc.stderr
