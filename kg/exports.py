@@ -40,8 +40,6 @@ RECORD = "build.json"
 KNOWN_FILES = ("graph.ttl", "graph.nt", "graph.jsonld", "graph.graphml", "nodes.csv",
                "edges.csv", "extraction.jsonl", "graph.html", "graph.cypher")
 ADMIN_DIR = "neo4j-admin"
-ADMIN_FILES = ("papers.csv", "entities.csv", "concepts.csv", "rel_paper_entity.csv",
-               "rel_entity_entity.csv", "has_concept.csv", "broader.csv", "import.sh")
 _TMP_PREFIX = ".kg-tmp-"
 _PROBE_PREFIX = ".kg-probe-"  # check_writable's test file: not an export being written
 # Hashing costs ~1 s per GB; a reader hashes the file it reads only below this size.
@@ -229,9 +227,9 @@ def _remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> Non
             target.unlink()
     admin = out_dir / ADMIN_DIR
     if admin.is_dir() and not admin.is_symlink():
-        from kg.neo4j_store import ADMIN_NAME
+        from kg.neo4j_store import ADMIN_FILES, ADMIN_NAME
 
-        for name in ADMIN_FILES:
+        for name in (*ADMIN_FILES, "import.sh"):
             (admin / name).unlink(missing_ok=True)
         # A project's sharded export (kg.neo4j_store.write_admin_shards): stem.header.csv
         # and stem-NNNNNN.csv of each table.
