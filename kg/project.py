@@ -551,8 +551,9 @@ def _update(root: Path, target_of: Callable, **options: Any) -> Outcome:
         if "full" in str(exc):  # "database or disk is full"
             raise ProjectError(f"{root}: No space left on device ({exc}); free some space "
                                "and run the command again") from exc
-        raise ProjectError(f"{root / META}: {exc}; fix the permissions, then run the "
-                           "command again") from exc
+        raise ProjectError(f"{root / META}: {exc}; check its permissions, or, if a file there "
+                           "is damaged, build into a new directory (`kg build INPUT... -o "
+                           "NEWDIR`)") from exc
     except OSError as exc:  # written by the store or a temporary file, not via replacing()
         if exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space" in str(exc):
             raise ProjectError(f"{root}: No space left on device ({exc}); free some space "
@@ -617,7 +618,7 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             if gen.exists():  # left by a build that was killed before it committed
                 shutil.rmtree(gen)
             gen.mkdir()
-            trim = None
+            trim = extracted = None
             try:
                 # Papers gone or changed: a child checkpoints the store without their triples
                 # while this process extracts and resolves (the store delta then does less).
@@ -632,7 +633,8 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                 preps = previous = None
                 if engine == "local" and 0 < len(todo) < FEW_PAPERS:
                     # The child imports spaCy; this process meanwhile reads the other papers'
-                    # preps and the previous generation, and imports the later stages.
+                    # preps and the previous generation, and imports the later stages. (It
+                    # forks even where RocksDB has run: the child never touches a store.)
                     extracted = _forked(lambda: _extract_few(todo, pipeline, trained_model))
                     preps = cache.preps(sorted(keys.values()))
                     previous = _Previous(previous_gen, current) if delta else None
@@ -658,9 +660,10 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                                                       asked, chosen, current, previous, trim,
                                                       number, inputs, step)
             except BaseException:  # a failed generation is never left for a reader to find
-                if trim is not None:  # (reap the child first: it writes into gen)
-                    with contextlib.suppress(Exception):
-                        trim[0]()
+                for child in (extracted, trim and trim[0]):  # reaped first (one writes in gen)
+                    if child is not None:
+                        with contextlib.suppress(Exception):
+                            child()
                 shutil.rmtree(gen, ignore_errors=True)
                 raise
             _commit(meta, gen.name)
@@ -1468,7 +1471,7 @@ class _IndexWriter:
     _PER_PAPER = ("papers", "pairs", "state")
 
     def __init__(self, path: Path, previous: Path | None) -> None:
-        if previous is not None:  # (copy_file_range: the kernel copies, in a few ms)
+        if previous is not None:  # (sendfile: the kernel copies 44 MB in a few ms)
             shutil.copyfile(previous / "index.sqlite", path)
         self.copied = previous is not None
         self.db = sqlite3.connect(path)
@@ -1530,7 +1533,8 @@ class _IndexWriter:
     def finish(self, parts: dict[str, Any], entities: dict, vocab, features: dict[str, dict],
                anew: dict[str, set[str]] | None = None,
                meanwhile: Callable[[], object] | None = None) -> list:
-        """Write every table; ``parts`` and ``features`` of every paper, in id order.
+        """Write (in a copy: bring up to date) every table; ``parts`` and ``features`` of
+        every paper, in id order.
         ``anew`` (with a copied index) names, per table, the keys whose rows may differ from
         the previous generation's: the other rows are kept. ``meanwhile`` runs once the
         tables are written, while the clusters are still being worked out. Returns the
@@ -1575,11 +1579,11 @@ class _IndexWriter:
 
 def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
     """Start ``work`` (on data in memory, or files nobody else has open) in a forked child
-    and return a function that waits for its result, or raises its exception. Without fork,
-    ``work`` runs here.
+    and return a function that waits for its result, or raises its exception (asked again,
+    it says the same). Without fork, ``work`` runs here.
 
-    The child dies with its parent: a build killed with -9 leaves no process behind
-    holding DIR's lock.
+    The child inherits DIR's lock with the parent's descriptors, so every path reaps it, and
+    it dies with its parent: a build killed with -9 leaves no process behind holding the lock.
 
     >>> _forked(lambda: sum(range(10)))()
     45
@@ -1609,11 +1613,17 @@ def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
 
     def result() -> Any:
         if not outcome:
-            with os.fdopen(read, "rb") as fh:
-                data = fh.read()
-            os.waitpid(pid, 0)
-            outcome.append(pickle.loads(data) if data else (False, KgError(
-                f"a helper process ({pid}) of the build died; run the command again")))
+            data = b""
+            try:
+                with os.fdopen(read, "rb") as fh:
+                    data = fh.read()
+            finally:  # reaped whatever happens (an interrupted wait kills it: no more use)
+                if not data:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                outcome.append(pickle.loads(data) if data else (False, KgError(
+                    f"a helper process ({pid}) of the build died; run the command again")))
         ok, value = outcome[0]
         if not ok:
             raise value

@@ -233,9 +233,9 @@ def test_remove_refuses_unknown_ids_and_keeps_the_project(tmp_path):
 
 
 def test_commands_in_their_own_processes_fork_helpers_and_equal_a_fresh_build(tmp_path):
-    """In a fresh `kg` process (no RocksDB thread yet) a removal checkpoints the store in a
-    child while resolving, and an addition of a few papers extracts them in a child: the
-    in-process tests, where a store has run, take the inline paths instead."""
+    """In a fresh `kg` process (no RocksDB thread yet) a removal checkpoints the store, and
+    applies its delta, in forked children: the in-process tests, where a store has run, do
+    both inline. (A few papers are extracted in a child either way.)"""
     papers = seed_papers()
     lines = [json.dumps({"id": p.id, "title": p.title, "abstract": p.abstract}) + "\n"
              for p in papers]
@@ -322,6 +322,23 @@ def test_a_foreign_or_damaged_directory_is_refused_and_left_alone(tmp_path):
     (other / ".kg" / "project.json").write_text('{"format": "x", "version": 9}', "utf-8")
     result = invoke("build", SEED, "-o", other)
     assert result.exit_code == 2 and "version 9" in result.output
+
+
+def test_a_build_that_fails_while_its_extraction_child_runs_reaps_it(tmp_path, monkeypatch):
+    """The child extracting a few papers holds a copy of DIR's lock: left running (blocked
+    on a pipe nobody reads), it would refuse every later build in this process."""
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers[:10], formats=["jsonl"])
+
+    def fail() -> None:
+        raise RuntimeError("failed while the child extracts")
+
+    monkeypatch.setattr(project, "_import_later_stages", fail)
+    with pytest.raises(RuntimeError, match="child extracts"):
+        project.add(out, papers[10:])
+    monkeypatch.undo()
+    assert project.add(out, papers[10:]).extracted == len(papers[10:])
 
 
 def test_a_second_build_on_the_same_directory_is_refused(tmp_path):
