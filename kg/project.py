@@ -620,11 +620,11 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
             gen.mkdir()
             trim = extracted = None
             try:
-                # Papers gone or changed: a child checkpoints the store without their triples
-                # while this process extracts and resolves (the store delta then does less).
-                gone = sorted(p for p, k in current.papers.items() if keys.get(p) != k) \
-                    if delta else []
-                if gone:
+                if delta:
+                    # A child checkpoints the store without the papers gone or changed while
+                    # this process extracts and resolves; the store delta starts from it.
+                    gone = sorted(p for p, k in current.papers.items() if keys.get(p) != k)
+
                     def without() -> int:
                         return _store_without(previous_gen / "store", gen / "store", gone)
 
@@ -742,8 +742,7 @@ def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
     """Extract ``papers`` and store each result (or failure) in the cache as it comes, so a
     killed build keeps what it has done. ``cluster``, a ``kg.distributed.session``, extracts
     on that Dask cluster instead of local processes."""
-    from kg.model import Extraction
-    from kg.pipeline import compact, extract_each
+    from kg.pipeline import extract_each
 
     if not papers:
         return
@@ -763,33 +762,38 @@ def _extract(cache: _Cache, papers: list[Paper], pipeline: str, workers: int,
                                          trained_model=trained_model, connected=cluster)
     else:
         items = extract_each(papers, workers, progress, trained_model)
-    for paper, item in zip(papers, items, strict=True):
-        batch.append((paper_key(paper, pipeline), paper,
-                      compact(item) if isinstance(item, Extraction) else item))
+    for row in _cache_rows(papers, items, pipeline):
+        batch.append(row)
         if len(batch) >= 500:
             cache.put(batch)
             batch = []
     cache.put(batch)
 
 
+def _cache_rows(papers: Sequence[Paper], items: Iterable, pipeline: str
+                ) -> Iterator[tuple[str, Paper, tuple | str]]:
+    """The cache row of each paper: its content key, the paper, and its extraction made
+    compact (or the message saying why extraction failed)."""
+    from kg.model import Extraction
+    from kg.pipeline import compact
+
+    for paper, item in zip(papers, items, strict=True):
+        yield (paper_key(paper, pipeline), paper,
+               compact(item) if isinstance(item, Extraction) else item)
+
+
 def _extract_few(papers: list[Paper], pipeline: str, trained_model: str | None
                  ) -> tuple[list[tuple[str, Paper, tuple | str]], list[tuple[str, Any]]]:
     """The cache rows of ``papers``' extractions (in one process) and the preps of those that
     succeeded, made as ``_Resolved`` would make them."""
-    from kg.model import Extraction
-    from kg.pipeline import compact, expand, extract_each
+    from kg.pipeline import expand, extract_each
     from kg.resolve import prepare
     from kg.vocab import load_vocabulary
 
     vocab = load_vocabulary()
-    rows, preps = [], []
-    for paper, item in zip(papers, extract_each(papers, 1, None, trained_model), strict=True):
-        key = paper_key(paper, pipeline)
-        found = compact(item) if isinstance(item, Extraction) else item
-        rows.append((key, paper, found))
-        if not isinstance(found, str):
-            preps.append((key, prepare(expand(paper, found), vocab)))
-    return rows, preps
+    rows = list(_cache_rows(papers, extract_each(papers, 1, None, trained_model), pipeline))
+    return rows, [(key, prepare(expand(paper, found), vocab)) for key, paper, found in rows
+                  if not isinstance(found, str)]
 
 
 def _import_later_stages() -> None:
@@ -903,7 +907,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                       inputs: Sequence[str | Path], step: Callable[[str], None]
                       ) -> tuple[Manifest, dict[str, Any]]:
     """Write generation ``number`` into ``gen``; ``previous`` is the current generation when
-    its store can take a delta (the same pipeline); ``trim``, when set, waits for
+    its store can take a delta (the same pipeline), and then ``trim`` waits for
     ``_store_without`` to have checkpointed it into ``gen/store`` without the papers named.
 
     Papers flow through in batches: each result becomes its index rows, its state, its
@@ -926,7 +930,6 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     entity_digests = {eid: _digest(e) for eid, e in sorted(entities.items())}
     concepts = tuple(sorted(rdf.concepts_described(Corpus((), entities), vocab)))
     delta = previous is not None
-    previous_gen = previous.gen if delta else None
     # graph.nt is streamed through an external sort unless Turtle or JSON-LD (written from
     # every triple at once) are asked for too: holding them took 4.7 GB at 20,000 papers.
     stream_nt = "graph.nt" in chosen and not {"graph.ttl", "graph.jsonld"} & set(chosen)
@@ -1045,12 +1048,11 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
 
     store_delta = None
     if delta:  # (a new store was loaded batch by batch above)
-        trimmed = (trim[0](), trim[1]) if trim is not None else None
+        trimmed = (trim[0](), trim[1])
 
         def apply() -> int:
-            return _store_delta(previous_gen / "store", gen / "store", entities, changed,
-                                vocab, current, resolved.digests, entity_digests, concepts,
-                                links, trimmed)
+            return _store_delta(gen / "store", trimmed, entities, changed, vocab, current,
+                                resolved.digests, entity_digests, concepts, links)
 
         # A child process applies it while this one writes the query index (the two take
         # about as long), unless RocksDB has run in this process: a forked child would
@@ -1369,22 +1371,19 @@ def _store_without(previous: Path, path: Path, papers: Sequence[str]) -> int:
     return removed
 
 
-def _store_delta(previous: Path, path: Path, entities: dict, results: Mapping[str, Any],
-                 vocab, current: Manifest, paper_digests: dict[str, str],
-                 entity_digests: dict[str, str],
-                 concepts: tuple[str, ...], links: tuple[tuple[str, str, str], ...],
-                 trimmed: tuple[int, frozenset[str]] | None = None) -> int:
-    """A checkpoint of the previous store with the changed papers, entities and concepts
-    replaced: what ``_store_full`` of the new corpus would hold. ``results`` hold (at least)
-    every paper whose digest changed. ``trimmed``: ``path`` holds that checkpoint already,
-    without the triples (their number) of the papers named (``_store_without``)."""
+def _store_delta(path: Path, trimmed: tuple[int, frozenset[str]], entities: dict,
+                 results: Mapping[str, Any], vocab, current: Manifest,
+                 paper_digests: dict[str, str], entity_digests: dict[str, str],
+                 concepts: tuple[str, ...], links: tuple[tuple[str, str, str], ...]) -> int:
+    """Bring the checkpoint of the previous store at ``path`` (``_store_without``: how many
+    triples it dropped, of which papers) to what ``_store_full`` of the new corpus would
+    hold: the changed papers, entities and concepts replaced. ``results`` hold (at least)
+    every paper whose digest changed."""
     import pyoxigraph as ox
 
     from kg import rdf
 
-    removed, early = trimmed or (0, frozenset())
-    if trimmed is None:
-        ox.Store.read_only(str(previous)).backup(str(path))
+    removed, early = trimmed
     store = ox.Store(str(path))
     gone_papers = [p for p, d in current.paper_digests.items()
                    if paper_digests.get(p) != d and p not in early]
