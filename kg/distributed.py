@@ -3,7 +3,7 @@
 
 Per-paper extraction runs on the cluster. Papers go out in partitions; each worker builds
 the Extractor once (``kg.pipeline.extractor`` is a per-process cache keyed by the trained model,
-so only that name travels, never a spaCy object) and sends back offsets (``compact``), which are
+so only that name travels, never the Extractor) and sends back offsets (``compact``), which are
 expanded here in input order. The corpus-level steps then run from the project cache exactly as
 after the local engine, so the exports are byte-identical whichever engine extracted.
 ``plan_on_cluster`` decides the same on the cluster: ``kg.resolve.plan``'s map steps over
@@ -79,7 +79,7 @@ def _extract_partition(papers: list[Paper], trained_model: str | None
     or failure message."""
     from kg.pipeline import _extract_safely, compact, extractor
 
-    with _LOCK:  # spaCy and the matchers are not for concurrent use; the GIL gains nothing
+    with _LOCK:  # the matchers are not for concurrent use; the GIL gains nothing
         found = _extract_safely(extractor(trained_model), papers)
     return _version(), [e if isinstance(e, str) else compact(e) for e in found]
 

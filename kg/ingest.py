@@ -49,7 +49,7 @@ class IngestOptions:
     abstract_field: str = "abstract"
     encoding: str = "utf-8-sig"
     # Extraction time grows faster than linearly with length (0.7 s at 100k characters, 3.3 s
-    # at 200k, and spaCy refuses 1M outright), and no real abstract comes near 100k: a record
+    # at 200k), and no real abstract comes near 100k: a record
     # that long is a whole paper or a broken quote that swallowed many rows. Such a record is
     # skipped, not truncated: half a text would give a graph that silently misses its ending.
     max_chars: int = 100_000

@@ -75,8 +75,8 @@ AUTO_ALL_PAPERS = 2000
 # Lines of graph.nt sorted in memory at a time when it is streamed (about 60 MB of them).
 NT_RUN_LINES = 250_000
 # Fewer new papers than this are extracted in a child process while this one reads what does
-# not depend on them: importing spaCy and building the extractor (0.9 s) then dominate, and
-# kg.pipeline.extract_each extracts so few in one process anyway.
+# not depend on them: building the extractor and extracting them (0.25 s for 50) then overlap
+# that reading, and kg.pipeline.extract_each extracts so few in one process anyway.
 FEW_PAPERS = 100
 
 
@@ -530,7 +530,7 @@ def _fewer_collections() -> Iterator[None]:
 
     A build allocates millions of small objects that outlive their batch (states, features,
     entities), and each time 700 have piled up CPython scans the young ones, every hundred
-    such scans the whole heap: spaCy included once it is imported. That was a fifth of `kg add`
+    such scans the whole heap. That was a fifth of `kg add`
     of 50 papers (2.9 s → 2.3 s). Cycles are still collected, in larger steps; peak memory
     was unchanged (254 MB for 4,870 papers, 1.33 GB for 100,000). Builds are not run from
     several threads of one process (the thresholds are process-wide).
@@ -632,7 +632,7 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                             frozenset(gone))
                 preps = previous = None
                 if engine == "local" and 0 < len(todo) < FEW_PAPERS:
-                    # The child imports spaCy; this process meanwhile reads the other papers'
+                    # The child builds the extractor; this process meanwhile reads the other papers'
                     # preps and the previous generation, and imports the later stages. (It
                     # forks even where RocksDB has run: the child never touches a store.)
                     extracted = _forked(lambda: _extract_few(todo, pipeline, trained_model))

@@ -1,13 +1,13 @@
-"""The vocabulary component's phrase matcher: what it matches, and that it matches exactly what
-spaCy's PhraseMatcher (which it replaced) matched, in the same order."""
+"""The vocabulary's phrase matcher: what it matches, and that it matches exactly what spaCy's
+PhraseMatcher (which it replaced) matched, in the same order."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import SEED
 
-from kg.extract.nlp import build_pipeline
-from kg.extract.vocabulary import PhraseTable, phrases
+from kg.extract.nlp import split_words
+from kg.extract.vocabulary import PhraseTable, VocabularyMatcher, phrases, string_hash
 from kg.model import Concept
 from kg.vocab import Vocabulary, load_vocabulary
 
@@ -21,10 +21,9 @@ def _vocab(*concepts: tuple[str, str, tuple[str, ...]]) -> Vocabulary:
 
 
 def _found(vocab: Vocabulary, text: str) -> list[tuple[str, int, str]]:
-    """(mention, start, concept slug) of the vocabulary candidates, in the component's order."""
-    doc = build_pipeline(vocab)(text)
+    """(mention, start, concept slug) of the vocabulary candidates, in the matcher's order."""
     out = [(c.span.text, c.span.start, c.concept.rsplit("/", 1)[-1])
-           for c in doc.user_data["kg_candidates"]]
+           for c in VocabularyMatcher(vocab)(text, *split_words(text))]
     assert all(text[start:start + len(mention)] == mention for mention, start, _ in out)
     return out
 
@@ -70,30 +69,35 @@ def test_one_label_of_two_concepts_yields_both_in_vocabulary_order():
 # --------------------------------------------------- the PhraseMatcher it replaced
 
 def _phrasematcher(keys: dict[str, list]):
-    """The matching kg did before: one spaCy PhraseMatcher per kind, fed in sorted key order."""
+    """The matching kg did before: one spaCy PhraseMatcher per kind, fed in sorted key order,
+    over spaCy Docs of kg's tokens."""
+    import spacy
     from spacy.matcher import PhraseMatcher
+    from spacy.tokens import Doc
 
-    nlp = build_pipeline(Vocabulary({}))
-    ci = PhraseMatcher(nlp.vocab, attr="LOWER")
-    cs = PhraseMatcher(nlp.vocab, attr="ORTH")
+    strings = spacy.blank("en").vocab  # English lexical attributes: LOWER
+
+    def make_doc(text: str) -> Doc:
+        words, spaces = split_words(text)
+        return Doc(strings, words=words, spaces=spaces)
+
+    ci = PhraseMatcher(strings, attr="LOWER")
+    cs = PhraseMatcher(strings, attr="ORTH")
     for key in sorted(keys):
-        (cs if key.startswith("cs:") else ci).add(key, [nlp.make_doc(key[3:])])
+        (cs if key.startswith("cs:") else ci).add(key, [make_doc(key[3:])])
 
     def matches(text: str) -> list[tuple[int, int, object]]:
-        doc = nlp.make_doc(text)
-        strings = doc.vocab.strings
+        doc = make_doc(text)
         return [(start, end, label) for match_id, start, end in [*ci(doc), *cs(doc)]
-                for label in keys[strings[match_id]]]
+                for label in keys[strings.strings[match_id]]]
 
-    return nlp, matches
+    return matches
 
 
 def _table(keys: dict[str, list]):
     table = PhraseTable(keys)
-    nlp = build_pipeline(Vocabulary({}))
     return lambda text: [(start, end, label) for start, end, labels in
-                         table.matches(nlp.make_doc(text).user_data["kg_words"][0])
-                         for label in labels]
+                         table.matches(split_words(text)[0]) for label in labels]
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +106,7 @@ def vocabulary_keys():
 
 
 def test_the_whole_vocabulary_matches_as_spacys_phrase_matcher_did(vocabulary_keys):
-    _, reference = _phrasematcher(vocabulary_keys)
+    reference = _phrasematcher(vocabulary_keys)
     table = _table(vocabulary_keys)
     forms = [key[3:] for key in sorted(vocabulary_keys)]
     texts = [SEED.read_text(encoding="utf-8"),
@@ -122,15 +126,16 @@ def test_forms_sharing_their_words_come_in_phrase_matcher_order():
     keys = {f"ci:{variant} {n}": [f"{variant} {n}"] for n in range(60)
             for variant in ("foo bar", "Foo bar", "foo Bar", "FOO bar", "Foo Bar", "FOO BAR",
                             "fOO bar")[: 2 + n % 6]}
-    _, reference = _phrasematcher(keys)
+    reference = _phrasematcher(keys)
     table = _table(keys)
     text = " , ".join(f"foo bar {n}" for n in range(60))
     assert table(text) == reference(text)
     assert len(reference(text)) == len(keys)
 
 
-def test_the_pipeline_is_built_with_kgs_tokenizer_not_spacys_english_one():
-    # Building spaCy's rule tokenizer only to replace it cost a quarter of a second per process.
-    nlp = build_pipeline(Vocabulary({}))
-    assert nlp.config["nlp"]["tokenizer"] == {"@tokenizers": "kg_regex_tokenizer"}
-    assert [t.text for t in nlp("GPT-4o  rocks\n")] == ["GPT", "-", "4o", " ", "rocks", "\n"]
+def test_the_matchers_string_hash_is_spacys(vocabulary_keys):
+    # PhraseMatcher's order among forms sharing their words follows this hash.
+    from spacy.strings import hash_string
+
+    assert all(string_hash(key) == hash_string(key) for key in vocabulary_keys)
+    assert string_hash("é 中文, eight+ bytes") == hash_string("é 中文, eight+ bytes")

@@ -79,7 +79,7 @@ def main() -> None:
         cli(prog_name="kg")
     finally:
         # The process exits now: spare the interpreter's final cycle collection, a scan of
-        # every object left (0.2 s once spaCy is loaded, in a `kg add`). Objects left in
+        # every object left (0.2 s in a `kg add` when extraction loaded spaCy). Objects left in
         # cycles are then not finalized, so commands close their files themselves (kg writes
         # through `with` blocks); a caller of main() in-process keeps a frozen heap.
         import gc

@@ -1,7 +1,7 @@
-"""Extraction: a spaCy pipeline (no model download) that finds typed mentions and relations.
+"""Extraction: rules over a regex tokenizer (no model, no download) that find typed mentions and
+relations.
 
-``spacy.blank("en")`` with a regex tokenizer and kg's components (``nlp``), then one module per
-rule family, each returning candidates:
+A regex tokenizer (``nlp``), then one module per rule family, each returning candidates:
 
 - ``vocabulary`` — phrase matching of every SKOS label in ``ontology/vocab`` (case-insensitive,
   case-sensitive for short acronyms; plural and hyphen/space variants), plus versioned names
@@ -22,7 +22,7 @@ The word lists all rules share live in ``words``, the text helpers in ``text``.
 """
 
 from kg.extract.extractor import Extractor, relabel
-from kg.extract.nlp import RegexTokenizer, build_pipeline
+from kg.extract.nlp import load_trained, split_words
 from kg.extract.text import (
     clean_text,
     is_acronym_like,
@@ -35,7 +35,6 @@ from kg.extract.text import (
 from kg.extract.vocabulary import LabelIndex
 
 __all__ = [
-    "Extractor", "LabelIndex", "RegexTokenizer", "build_pipeline", "clean_text",
-    "is_acronym_like", "label_key", "match_key", "relabel", "sentence_offsets", "singular",
-    "singular_phrase",
+    "Extractor", "LabelIndex", "clean_text", "is_acronym_like", "label_key", "load_trained",
+    "match_key", "relabel", "sentence_offsets", "singular", "singular_phrase", "split_words",
 ]

@@ -1,4 +1,4 @@
-"""The Extractor: the spaCy pipeline, then each rule family in turn, then selection and links.
+"""The Extractor: vocabulary matches, then each rule family in turn, then selection and links.
 
 >>> from kg.model import Paper
 >>> ex = Extractor().extract_one(Paper(id="p", abstract="We propose FooNet, a novel method. "
@@ -16,45 +16,38 @@ from kg.extract.acronyms import acronyms, inverse_acronyms
 from kg.extract.document import Document
 from kg.extract.links import links
 from kg.extract.names import context_names, list_types, trained_candidates
-from kg.extract.nlp import build_pipeline, load_trained
+from kg.extract.nlp import load_trained, split_words
 from kg.extract.proposals import proposals, retype_acronyms
 from kg.extract.select import inside_new_names, propagate, select
 from kg.extract.tasks import task_phrases
 from kg.extract.terms import term_candidates
 from kg.extract.text import clean_text
-from kg.extract.vocabulary import coordinated_names, versioned_names
+from kg.extract.vocabulary import VocabularyMatcher, coordinated_names, versioned_names
 from kg.model import Extraction, Paper
 from kg.vocab import Vocabulary, load_vocabulary
 
 
 class Extractor:
-    """Builds the spaCy pipeline once; ``extract`` streams papers through it.
+    """Builds the vocabulary matcher once; ``extract`` streams papers through the rules.
 
     ``trained_model`` names an installed spaCy pipeline (e.g. ``en_core_web_sm``) whose entity
-    recogniser may add candidates; the default needs none.
+    recogniser may add candidates; the default needs none, and does not import spaCy.
     """
 
     def __init__(self, vocab: Vocabulary | None = None, trained_model: str | None = None) -> None:
         self.vocab = vocab or load_vocabulary()
         self.index = self.vocab.label_index
-        self.nlp = build_pipeline(self.vocab)
+        self.matcher = VocabularyMatcher(self.vocab)
         self.ner = load_trained(trained_model) if trained_model else None
 
-    def extract(self, papers: Iterable[Paper], batch_size: int = 64) -> Iterator[Extraction]:
+    def extract(self, papers: Iterable[Paper]) -> Iterator[Extraction]:
         """One Extraction per paper, in order."""
-        papers = list(papers) if not isinstance(papers, list) else papers
-        texts = [clean_text(p.text) for p in papers]
-        docs = self.nlp.pipe(texts, batch_size=batch_size)
-        for paper, text, doc in zip(papers, texts, docs, strict=True):
-            yield self._finish(paper, text, doc)
+        return map(self.extract_one, papers)
 
     def extract_one(self, paper: Paper) -> Extraction:
-        return next(self.extract([paper]))
-
-    def _finish(self, paper: Paper, text: str, doc) -> Extraction:
-        # ``text`` is the cleaned text the doc was made from (Doc.text re-joins every token).
-        d = Document.of(paper, text, doc.user_data.get("kg_sentences"))
-        found = list(doc.user_data.get("kg_candidates", []))
+        text = clean_text(paper.text)
+        d = Document.of(paper, text)
+        found = self.matcher(text, *split_words(text))
         found += versioned_names(self.index, list(d.names), text)
         found += coordinated_names(self.index, text)
         found += acronyms(self.index, d, found)

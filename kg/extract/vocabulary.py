@@ -1,9 +1,5 @@
 """The vocabulary rule: SKOS labels matched by phrase, and versioned names on a known family.
 
-``kg_vocabulary`` is a spaCy component registered once with ``Language.factory``; the extractor
-hands each instance its own labels (``set_labels``), so a pipeline can never match with another
-extractor's vocabulary.
-
 >>> from kg.vocab import load_vocabulary
 >>> index = LabelIndex(load_vocabulary())
 >>> [label.type for label in index.lookup("ResNet-18")]
@@ -18,6 +14,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from operator import add
 
+from kg.extract.nlp import TOKEN, split_words
 from kg.extract.text import is_acronym_like, label_key, variants
 from kg.extract.words import COORDINATED, TYPE_CONFIDENCE, VERSION_TAIL
 from kg.model import Candidate, Span
@@ -140,8 +137,6 @@ class PhraseTable:
     """
 
     def __init__(self, phrases: dict[str, list]) -> None:
-        from kg.extract.nlp import TOKEN, split_words  # (nlp imports this module)
-
         # A trie flattened into one dict per kind: each phrase's words → its labels, and each
         # proper prefix of a phrase → (), so a walk stops where PhraseMatcher's trie walk would.
         # (Nested dicts take twice as long to build.)
@@ -196,24 +191,49 @@ def _phrasematcher_order(keys: list[str]) -> list[str]:
     share their words with another ("CLIP Score", "CLIP score"), but in two pairs the concepts
     differ, and candidate order reaches the output. tests/test_matcher.py checks this against
     the real PhraseMatcher, so a spaCy upgrade that changes it shows."""
-    from spacy.strings import hash_string
-
     def place(cells: list[int], h: int) -> None:
         i = h & (len(cells) - 1)
         while cells[i]:
             i = (i + 1) & (len(cells) - 1)
         cells[i] = h
 
+    hashes = {key: string_hash(key) for key in keys}
     cells = [0] * 8
     for filled, key in enumerate(keys, 1):  # the keys are distinct
-        place(cells, hash_string(key))
+        place(cells, hashes[key])
         if (filled + 1) * 5 >= len(cells) * 3:
             old, cells = cells, [0] * (len(cells) * 2)
             for h in old:
                 if h:
                     place(cells, h)
-    by_hash = {hash_string(key): key for key in keys}
+    by_hash = {h: key for key, h in hashes.items()}
     return [by_hash[h] for h in cells if h]
+
+
+_M, _MASK = 0xC6A4A7935BD1E995, (1 << 64) - 1
+
+
+def string_hash(string: str) -> int:
+    """spaCy's ``spacy.strings.hash_string``: MurmurHash64A of the UTF-8 bytes, seed 1, here so
+    that building the matcher does not import spaCy (0.5 s). tests/test_matcher.py checks it
+    against spaCy's on every vocabulary key.
+
+    >>> string_hash("CLIP Score")
+    14950244816457781424
+    """
+    data = string.encode("utf-8")
+    n = len(data)
+    h = (1 ^ (n * _M)) & _MASK
+    tail = n - n % 8
+    for i in range(0, tail, 8):
+        k = int.from_bytes(data[i:i + 8], "little") * _M & _MASK
+        k ^= k >> 47
+        h = (h ^ (k * _M & _MASK)) * _M & _MASK
+    if n % 8:
+        h = (h ^ int.from_bytes(data[tail:], "little")) * _M & _MASK
+    h ^= h >> 47
+    h = h * _M & _MASK
+    return h ^ (h >> 47)
 
 
 def phrases(vocab: Vocabulary) -> dict[str, list[_Label]]:
@@ -243,23 +263,23 @@ def phrases(vocab: Vocabulary) -> dict[str, list[_Label]]:
 
 
 class VocabularyMatcher:
-    """The ``kg_vocabulary`` component: phrase matches of every label as Candidates.
+    """Phrase matches of every label of a vocabulary, as Candidates.
 
     Matching is case-insensitive, except for acronym-like labels ("RL", "BLEU"), and covers
-    plural and hyphen/space variants. The candidates go to ``doc.user_data["kg_candidates"]``.
+    plural and hyphen/space variants.
+
+    >>> from kg.extract.nlp import split_words
+    >>> from kg.vocab import load_vocabulary
+    >>> text = "INT4 quantization"
+    >>> [c.span.text for c in VocabularyMatcher(load_vocabulary())(text, *split_words(text))]
+    ['INT4 quantization', 'quantization', 'INT4']
     """
 
-    def __init__(self) -> None:
-        self.table = PhraseTable({})
-
-    def set_labels(self, vocab: Vocabulary) -> None:
-        """Match the labels of ``vocab`` (replacing any labels set before)."""
+    def __init__(self, vocab: Vocabulary) -> None:
         self.table = PhraseTable(phrases(vocab))
 
-    def __call__(self, doc):
-        # The tokenizer's words: no Token objects, no attribute arrays.
-        words, spaces = doc.user_data["kg_words"]
-        text = doc.user_data["kg_text"]
+    def __call__(self, text: str, words: list[str], spaces: list[bool]) -> list[Candidate]:
+        """The candidates in ``text``, given its words and spaces (``split_words``)."""
         found: list[Candidate] = []
         matches = self.table.matches(words)
         if matches:
@@ -271,5 +291,4 @@ class VocabularyMatcher:
                     found.append(Candidate(Span(text[s_char:e_char], s_char, e_char),
                                            label.type, "vocabulary", label.concept,
                                            TYPE_CONFIDENCE["vocabulary"]))
-        doc.user_data["kg_candidates"] = found
-        return doc
+        return found
