@@ -157,6 +157,24 @@ def test_an_unchanged_rebuild_extracts_and_writes_nothing(tmp_path):
             and p.name != "lock"} == {p: t for p, t in before.items() if p.name != "lock"}
 
 
+def test_the_cycle_collector_is_off_during_a_local_build_and_restored_after(tmp_path):
+    import gc
+
+    during: list[bool] = []
+    gc.set_threshold(700, 10, 10)
+    try:
+        project.build(tmp_path / "p", seed_papers()[:4], formats=["jsonl"],
+                      on_step=lambda name: during.append(gc.isenabled()))
+        assert during and not any(during)
+        assert gc.isenabled() and gc.get_threshold() == (700, 10, 10)
+        gc.disable()  # a caller that had it off keeps it off
+        project.remove(tmp_path / "p", [seed_papers()[0].id])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.set_threshold(700, 10, 10)
+
+
 def test_a_changed_abstract_is_re_extracted_alone(tmp_path):
     from dataclasses import replace
 
