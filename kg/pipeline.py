@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -24,12 +23,17 @@ def _init_worker(trained_model: str | None) -> None:
     _WORKER = extractor(trained_model)
 
 
-@functools.cache
-def extractor(trained_model: str | None = None):
-    """One Extractor per process and model (building the default one takes 0.15 s)."""
-    from kg.extract import Extractor
+EXTRACTORS: dict[str | None, object] = {}  # this process's Extractor of each model
 
-    return Extractor(trained_model=trained_model)
+
+def extractor(trained_model: str | None = None):
+    """One Extractor per process and model (building the default one takes 0.15 s; a project
+    puts its cached one in ``EXTRACTORS``)."""
+    if trained_model not in EXTRACTORS:
+        from kg.extract import Extractor
+
+        EXTRACTORS[trained_model] = Extractor(trained_model=trained_model)
+    return EXTRACTORS[trained_model]
 
 
 def _extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:

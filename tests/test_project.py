@@ -273,6 +273,46 @@ def test_commands_in_their_own_processes_fork_helpers_and_equal_a_fresh_build(tm
         name: sha256_file(out / name) for name in ("extraction.jsonl", "graph.nt")}
 
 
+def test_a_few_new_papers_are_extracted_by_the_projects_cached_extractor(tmp_path,
+                                                                          monkeypatch):
+    from kg import pipeline
+    from kg.extract import Extractor
+
+    papers = seed_papers()
+    out = tmp_path / "p"
+    with monkeypatch.context() as patched:  # extracted as many papers are: a child pickles it
+        patched.setattr(project, "FEW_PAPERS", 1)
+        project.build(out, papers[:15], formats=["jsonl"])
+    cache = out / ".kg" / "cache.sqlite"
+    db = sqlite3.connect(cache)
+    try:
+        assert [k for (k,) in db.execute("SELECT key FROM built")] == [
+            project.pipeline_version()]
+    finally:
+        db.close()
+    monkeypatch.setattr(pipeline, "EXTRACTORS", {})
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("built an extractor although the project keeps one")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Extractor, "__init__", refuse)
+        project.add(out, papers[15:17])
+    # A damaged copy is built again (and replaced), never trusted.
+    db = sqlite3.connect(cache)
+    with db:
+        db.execute("UPDATE built SET v = ?", (b"not a pickle",))
+    db.close()
+    project.add(out, papers[17:])
+    assert exports(out) == fresh(papers, tmp_path, ["jsonl"])
+    db = sqlite3.connect(cache)
+    try:
+        (data,) = db.execute("SELECT v FROM built").fetchone()
+    finally:
+        db.close()
+    assert isinstance(pickle.loads(data), Extractor)
+
+
 def test_cli_build_add_remove_and_queries_read_the_store(tmp_path):
     out = tmp_path / "p"
     first = tmp_path / "first.jsonl"
