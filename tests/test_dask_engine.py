@@ -137,13 +137,14 @@ def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path):
 
 
 def test_a_paper_the_extractor_fails_on_is_a_skip_not_a_crash(scheduler, tmp_path):
-    # Past ingest's limit (a library caller builds Papers itself), spaCy refuses the text (E088).
+    # Past ingest's limit (a library caller builds Papers itself), the extractor refuses the text.
     papers = list(read_papers([SEED])[0])
     papers.insert(7, Paper(id="giant", abstract="We use caching. " * 80_000, source="big:1"))
     outcome = project.build(tmp_path / "out", papers, formats=["jsonl"], engine="dask",
                             scheduler=scheduler)
     assert [s.source for s in outcome.skipped] == ["big:1"]
-    assert "extraction failed (ValueError: [E088]" in outcome.skipped[0].reason
+    assert outcome.skipped[0].reason.startswith(
+        "extraction failed (ValueError: the text has 1,280,000 characters")
     corpus = project.open_project(tmp_path / "out").corpus()
     assert [r.paper.id for r in corpus.results] == sorted(p.id for p in papers
                                                           if p.id != "giant")

@@ -80,7 +80,7 @@ def test_max_chars_sets_the_limit(tmp_path):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_record_the_extractor_fails_on_is_skipped_not_fatal(corpora_dir, workers):
-    # Past ingest's limit (a library caller builds Papers itself), spaCy refuses the text (E088):
+    # Past ingest's limit (a library caller builds Papers itself), the extractor refuses the text:
     # that paper is reported, the others are extracted, in order.
     from kg.model import Paper
     from kg.pipeline import extract_all
@@ -92,7 +92,7 @@ def test_a_record_the_extractor_fails_on_is_skipped_not_fatal(corpora_dir, worke
     out = extract_all(papers, workers=workers, skipped=skipped)
     assert [e.paper.id for e in out] == [p.id for p in papers if p.id != "giant"]
     assert [s.source for s in skipped] == ["big:1"]
-    assert "extraction failed (ValueError: [E088]" in skipped[0].reason
+    assert "extraction failed (ValueError: the text has 1,280,000 characters" in skipped[0].reason
 
 
 def run_on_a_terminal(*args: object) -> tuple[int, str]:

@@ -26,6 +26,11 @@ from kg.extract.vocabulary import VocabularyMatcher, coordinated_names, versione
 from kg.model import Extraction, Paper
 from kg.vocab import Vocabulary, load_vocabulary
 
+# The longest text extracted: spaCy's ``max_length``, which kg's rules ran under until they ran
+# without spaCy. Time grows faster than the length (3.3 s at 200,000 characters): a longer
+# "abstract" is a whole book or a broken file, and is refused rather than let stall a run.
+MAX_CHARS = 1_000_000
+
 
 class Extractor:
     """Builds the vocabulary matcher once; ``extract`` streams papers through the rules.
@@ -45,6 +50,9 @@ class Extractor:
         return map(self.extract_one, papers)
 
     def extract_one(self, paper: Paper) -> Extraction:
+        if len(paper.text) > MAX_CHARS:
+            raise ValueError(f"the text has {len(paper.text):,} characters, more than the "
+                             f"{MAX_CHARS:,} the extractor takes")
         text = clean_text(paper.text)
         d = Document.of(paper, text)
         found = self.matcher(text, *split_words(text))
