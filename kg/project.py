@@ -311,8 +311,10 @@ class _Cache:
                                 "(key TEXT PRIMARY KEY, paper BLOB, found BLOB)")
                 # What resolution reads of each extraction (kg.resolve.Prep), made once.
                 self.db.execute("CREATE TABLE IF NOT EXISTS prep (key TEXT PRIMARY KEY, v BLOB)")
-                # The default extractor of the current pipeline, pickled (``extractor``).
-                self.db.execute("CREATE TABLE IF NOT EXISTS built (key TEXT PRIMARY KEY, v BLOB)")
+                # What the current pipeline builds before its first paper (the default
+                # extractor, the vocabulary), pickled (``built``).
+                self.db.execute("CREATE TABLE IF NOT EXISTS prebuilt "
+                                "(name TEXT PRIMARY KEY, pipeline TEXT, v BLOB)")
         except sqlite3.Error as exc:
             raise ProjectError(f"{path}: unusable cache ({exc}); delete it to re-extract"
                                ) from exc
@@ -357,19 +359,20 @@ class _Cache:
                 self.db.executemany("INSERT OR REPLACE INTO prep VALUES (?, ?)",
                                     ((k, pickle.dumps(v, 5)) for k, v in rows))
 
-    def extractor(self, pipeline: str) -> bytes | None:
-        """The default extractor of ``pipeline``, pickled (``put_extractor``), if kept."""
+    def built(self, name: str, pipeline: str) -> bytes | None:
+        """``name`` ("extractor", "vocabulary") as ``pipeline`` built it, pickled, if kept."""
         with contextlib.suppress(sqlite3.OperationalError):  # a read-only cache without it
-            row = self.db.execute("SELECT v FROM built WHERE key = ?", (pipeline,)).fetchone()
+            row = self.db.execute("SELECT v FROM prebuilt WHERE name = ? AND pipeline = ?",
+                                  (name, pipeline)).fetchone()
             return row[0] if row else None
         return None
 
-    def put_extractor(self, pipeline: str, data: bytes) -> None:
-        """Keep the default extractor of ``pipeline`` (only this pipeline's)."""
+    def put_built(self, name: str, pipeline: str, data: bytes) -> None:
+        """Keep ``name`` as ``pipeline`` built it (replacing another pipeline's)."""
         if not self.readonly:
             with self.db:
-                self.db.execute("DELETE FROM built")
-                self.db.execute("INSERT INTO built VALUES (?, ?)", (pipeline, data))
+                self.db.execute("INSERT OR REPLACE INTO prebuilt VALUES (?, ?, ?)",
+                                (name, pipeline, data))
 
     def keep_only(self, keys: Iterable[str]) -> None:
         # The keys to drop are found here, not by a temporary table of those to keep: a
@@ -399,12 +402,13 @@ class _Resolved:
     """
 
     def __init__(self, cache: _Cache, papers: Mapping[str, str], fresh: Mapping[str, Paper],
-                 cluster: tuple | None = None, preps: dict[str, Any] | None = None) -> None:
+                 cluster: tuple | None = None, preps: dict[str, Any] | None = None,
+                 vocab=None) -> None:
         from kg.pipeline import expand
         from kg.resolve import plan, prepare
         from kg.vocab import load_vocabulary
 
-        vocab = load_vocabulary()
+        self.vocab = vocab = vocab or load_vocabulary()
         ids = sorted(papers)
         self.cache, self.keys, self.fresh = cache, papers, fresh
         if preps is None:  # (a caller that read them already passes them)
@@ -659,7 +663,7 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                     # The child extracts them; this process meanwhile reads the other papers'
                     # preps and the previous generation, and imports the later stages. (It
                     # forks even where RocksDB has run: the child never touches a store.)
-                    built = cache.extractor(pipeline) if trained_model is None else None
+                    built = cache.built("extractor", pipeline) if trained_model is None else None
                     extracted = _forked(lambda: _extract_few(todo, pipeline, trained_model,
                                                              built))
                     preps = cache.preps(sorted(keys.values()))
@@ -669,7 +673,7 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                     cache.put(rows)
                     cache.put_preps(made)
                     if new_built is not None:
-                        cache.put_extractor(pipeline, new_built)
+                        cache.put_built("extractor", pipeline, new_built)
                     preps.update(made)
                     if on_progress:
                         on_progress(len(todo), len(todo))
@@ -679,20 +683,22 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                     if preps is None:
                         _extract(cache, todo, pipeline, workers, on_progress, trained_model,
                                  cluster=cluster)
-                        if trained_model is None and todo and not cache.extractor(pipeline):
+                        if (trained_model is None and todo
+                                and not cache.built("extractor", pipeline)):
                             # For the next `kg add` of a few papers, pickled by a child
                             # while this process resolves.
                             keeper = _forked(_pickled_extractor)
                     step(f"resolving entities across {len(keys):,} papers")
                     resolved = _Resolved(cache, keys, {p.id: p for p in fresh},
-                                         cluster=cluster, preps=preps)
+                                         cluster=cluster, preps=preps,
+                                         vocab=_vocabulary(cache, pipeline))
                 if delta and previous is None:
                     previous = _Previous(previous_gen, current)
                 manifest, summary = _write_generation(root, gen, resolved, keys, pipeline,
                                                       asked, chosen, current, previous, trim,
                                                       number, inputs, step)
                 if keeper is not None:
-                    cache.put_extractor(pipeline, keeper())
+                    cache.put_built("extractor", pipeline, keeper())
             except BaseException:  # a failed generation is never left for a reader to find
                 for child in (extracted, trim and trim[0], keeper):  # reaped: one writes in gen
                     if child is not None:
@@ -847,6 +853,22 @@ def _extract_few(papers: list[Paper], pipeline: str, trained_model: str | None,
                   if not isinstance(found, str)], fresh
 
 
+def _vocabulary(cache: _Cache, pipeline: str):
+    """The vocabulary of ``pipeline``: unpickled from the cache where a build kept it (15 ms),
+    else parsed (50 ms) and kept."""
+    from kg.vocab import Vocabulary, load_vocabulary
+
+    data = cache.built("vocabulary", pipeline)
+    if data:
+        with contextlib.suppress(Exception):  # damaged, or from another Python: parse it
+            return pickle.loads(data)
+    vocab = load_vocabulary()
+    # Without what it computes on first use (label index, hierarchy): those take longer to
+    # unpickle than to compute again.
+    cache.put_built("vocabulary", pipeline, pickle.dumps(Vocabulary(vocab.concepts), 5))
+    return vocab
+
+
 def _pickled_extractor() -> bytes:
     """The default extractor, pickled for the cache (``_extract_few`` unpickles it)."""
     from kg.pipeline import extractor
@@ -981,9 +1003,8 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     from kg.analysis import PaperPart, concept_entities, paper_features, paper_part
     from kg.exports import write_exports
     from kg.io import result_to_dict
-    from kg.vocab import load_vocabulary
 
-    vocab = load_vocabulary()
+    vocab = resolved.vocab
     entities = resolved.entities
     entity_digests = {eid: _digest(e) for eid, e in sorted(entities.items())}
     concepts = tuple(sorted(rdf.concepts_described(Corpus((), entities), vocab)))

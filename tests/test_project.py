@@ -273,9 +273,9 @@ def test_commands_in_their_own_processes_fork_helpers_and_equal_a_fresh_build(tm
         name: sha256_file(out / name) for name in ("extraction.jsonl", "graph.nt")}
 
 
-def test_a_few_new_papers_are_extracted_by_the_projects_cached_extractor(tmp_path,
-                                                                          monkeypatch):
-    from kg import pipeline
+def test_a_few_new_papers_are_added_with_the_projects_cached_extractor_and_vocabulary(
+        tmp_path, monkeypatch):
+    from kg import pipeline, vocab
     from kg.extract import Extractor
 
     papers = seed_papers()
@@ -286,31 +286,36 @@ def test_a_few_new_papers_are_extracted_by_the_projects_cached_extractor(tmp_pat
     cache = out / ".kg" / "cache.sqlite"
     db = sqlite3.connect(cache)
     try:
-        assert [k for (k,) in db.execute("SELECT key FROM built")] == [
-            project.pipeline_version()]
+        assert db.execute("SELECT name, pipeline FROM prebuilt ORDER BY name").fetchall() == [
+            ("extractor", project.pipeline_version()),
+            ("vocabulary", project.pipeline_version())]
     finally:
         db.close()
     monkeypatch.setattr(pipeline, "EXTRACTORS", {})
 
     def refuse(*args, **kwargs):
-        raise AssertionError("built an extractor although the project keeps one")
+        raise AssertionError("built it again although the project keeps it")
 
     with monkeypatch.context() as patched:
         patched.setattr(Extractor, "__init__", refuse)
+        patched.setattr(vocab, "parse_vocabulary", refuse)
+        vocab.load_vocabulary.cache_clear()
         project.add(out, papers[15:17])
-    # A damaged copy is built again (and replaced), never trusted.
+    vocab.load_vocabulary.cache_clear()
+    # Damaged copies are built again (and replaced), never trusted.
     db = sqlite3.connect(cache)
     with db:
-        db.execute("UPDATE built SET v = ?", (b"not a pickle",))
+        db.execute("UPDATE prebuilt SET v = ?", (b"not a pickle",))
     db.close()
     project.add(out, papers[17:])
     assert exports(out) == fresh(papers, tmp_path, ["jsonl"])
     db = sqlite3.connect(cache)
     try:
-        (data,) = db.execute("SELECT v FROM built").fetchone()
+        built = dict(db.execute("SELECT name, v FROM prebuilt"))
     finally:
         db.close()
-    assert isinstance(pickle.loads(data), Extractor)
+    assert isinstance(pickle.loads(built["extractor"]), Extractor)
+    assert pickle.loads(built["vocabulary"]) == vocab.load_vocabulary()
 
 
 def test_cli_build_add_remove_and_queries_read_the_store(tmp_path):
