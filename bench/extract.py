@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/extract.py [--workers 2] [--corpora ../shared/corpora]
 
-Prints the Extractor's construction time in fresh processes (spaCy import included: what
-every `kg build`/`kg add` process and worker pays before its first paper), abstracts/second
+Prints the Extractor's construction time in fresh processes (imports, vocabulary, phrase table:
+what every `kg build` process and worker pays before its first paper), abstracts/second
 for 1 worker and for --workers N (and the ratio), plus peak RSS. Figures, not assertions.
 """
 
@@ -52,13 +52,13 @@ def main() -> int:
     print(f"{len(papers)} abstracts from {', '.join(FILES)}")
 
     builds = [fresh_build_seconds() for _ in range(3)]
-    print(f"Extractor() in a fresh process (spaCy import, vocabulary, pipeline): median "
+    print(f"Extractor() in a fresh process (imports, vocabulary, phrase table): median "
           f"{statistics.median(builds):.2f} s of {', '.join(f'{b:.2f}' for b in builds)}")
 
     from kg.extract import Extractor
 
     t0 = time.perf_counter()
-    Extractor()  # and spaCy is imported before the throughput runs, as in a long build
+    Extractor()  # built before the throughput runs, as in a long build
     print(f"Extractor() in this process: {time.perf_counter() - t0:.2f} s")
 
     t0 = time.perf_counter()
