@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from kg.errors import InputError, StrictModeError
 from kg.ingest import IngestOptions, read_inputs
@@ -23,17 +24,21 @@ def _init_worker(trained_model: str | None) -> None:
     _WORKER = extractor(trained_model)
 
 
-EXTRACTORS: dict[str | None, object] = {}  # this process's Extractor of each model
+_EXTRACTORS: dict[str | None, Any] = {}  # this process's Extractor of each model
 
 
 def extractor(trained_model: str | None = None):
-    """One Extractor per process and model (building the default one takes 0.15 s; a project
-    puts its cached one in ``EXTRACTORS``)."""
-    if trained_model not in EXTRACTORS:
+    """One Extractor per process and model (building the default one takes 0.15 s), built
+    again when the vocabulary files change."""
+    from kg.vocab import load_vocabulary
+
+    vocab = load_vocabulary()
+    found = _EXTRACTORS.get(trained_model)
+    if found is None or found.vocab is not vocab:
         from kg.extract import Extractor
 
-        EXTRACTORS[trained_model] = Extractor(trained_model=trained_model)
-    return EXTRACTORS[trained_model]
+        _EXTRACTORS[trained_model] = found = Extractor(vocab, trained_model=trained_model)
+    return found
 
 
 def _extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:

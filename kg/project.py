@@ -75,7 +75,7 @@ AUTO_ALL_PAPERS = 2000
 # Lines of graph.nt sorted in memory at a time when it is streamed (about 60 MB of them).
 NT_RUN_LINES = 250_000
 # Fewer new papers than this are extracted in a child process while this one reads what does
-# not depend on them: building the extractor and extracting them (0.25 s for 50) then overlap
+# not depend on them: unpickling the extractor and extracting them (0.2 s for 50) then overlap
 # that reading, and kg.pipeline.extract_each extracts so few in one process anyway.
 FEW_PAPERS = 100
 
@@ -683,10 +683,11 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                     if preps is None:
                         _extract(cache, todo, pipeline, workers, on_progress, trained_model,
                                  cluster=cluster)
-                        if (trained_model is None and todo
+                        if (engine == "local" and trained_model is None and todo
                                 and not cache.built("extractor", pipeline)):
                             # For the next `kg add` of a few papers, pickled by a child
-                            # while this process resolves.
+                            # while this process resolves. (Not beside a Dask client: its
+                            # threads may hold locks the child would wait on forever.)
                             keeper = _forked(_pickled_extractor)
                     step(f"resolving entities across {len(keys):,} papers")
                     resolved = _Resolved(cache, keys, {p.id: p for p in fresh},
@@ -698,7 +699,9 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                                                       asked, chosen, current, previous, trim,
                                                       number, inputs, step)
                 if keeper is not None:
-                    cache.put_built("extractor", pipeline, keeper())
+                    # A cache: its child failing never fails the build.
+                    with contextlib.suppress(KgError, OSError, sqlite3.Error):
+                        cache.put_built("extractor", pipeline, keeper())
             except BaseException:  # a failed generation is never left for a reader to find
                 for child in (extracted, trim and trim[0], keeper):  # reaped: one writes in gen
                     if child is not None:
@@ -833,22 +836,19 @@ def _extract_few(papers: list[Paper], pipeline: str, trained_model: str | None,
     Unpickling the default extractor takes 0.06 s; building it 0.15 s (parsing the
     vocabulary, indexing its labels, splitting every phrase).
     """
-    from kg import pipeline as pipeline_module
-    from kg.pipeline import expand, extract_each
+    from kg.pipeline import _extract_safely, expand, extractor
     from kg.resolve import prepare
 
-    fresh = None
-    if trained_model is None:
-        try:
-            ex = pickle.loads(built) if built else None
-        except Exception:  # from another Python, say: build it again
-            ex = None
-        if ex is None:
-            fresh = _pickled_extractor()  # (built here)
-        else:
-            pipeline_module.EXTRACTORS[None] = ex
-    ex = pipeline_module.extractor(trained_model)
-    rows = list(_cache_rows(papers, extract_each(papers, 1, None, trained_model), pipeline))
+    ex = fresh = None
+    if trained_model is None and built:
+        with contextlib.suppress(Exception):  # damaged, or from another Python: build it
+            ex = pickle.loads(built)
+    if ex is None:
+        ex = extractor(trained_model)
+        if trained_model is None:
+            with contextlib.suppress(Exception):  # (a cache, never a reason to fail)
+                fresh = pickle.dumps(ex, 5)
+    rows = list(_cache_rows(papers, _extract_safely(ex, papers), pipeline))
     return rows, [(key, prepare(expand(paper, found), ex.vocab)) for key, paper, found in rows
                   if not isinstance(found, str)], fresh
 

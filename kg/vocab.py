@@ -168,11 +168,24 @@ def parse_vocabulary(paths: Iterable[Path]) -> Vocabulary:
     return Vocabulary(concepts)
 
 
-@functools.cache
+_LOADED: dict[Path, tuple[tuple, Vocabulary]] = {}  # directory → (its files' stamps, vocabulary)
+
+
 def load_vocabulary(directory: Path | None = None) -> Vocabulary:
-    """The project's vocabulary (``ontology/vocab/*.ttl``), parsed once per process."""
-    directory = directory or ontology_dir() / "vocab"
-    paths = sorted(Path(directory).glob("*.ttl"))
+    """The project's vocabulary (``ontology/vocab/*.ttl``), parsed once per process and again
+    when a file changes (a long-lived process that edits the vocabulary builds with the new
+    one, as its pipeline version says).
+
+    >>> load_vocabulary() is load_vocabulary()
+    True
+    """
+    directory = Path(directory or ontology_dir() / "vocab")
+    paths = sorted(directory.glob("*.ttl"))
     if not paths:
         raise VocabularyError(f"{directory}: no *.ttl vocabulary files found")
-    return parse_vocabulary(paths)
+    stamps = tuple((path.name, stat.st_mtime_ns, stat.st_size)
+                   for path in paths for stat in [path.stat()])
+    loaded = _LOADED.get(directory)
+    if loaded is None or loaded[0] != stamps:
+        _LOADED[directory] = loaded = (stamps, parse_vocabulary(paths))
+    return loaded[1]

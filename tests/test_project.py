@@ -273,6 +273,23 @@ def test_commands_in_their_own_processes_fork_helpers_and_equal_a_fresh_build(tm
         name: sha256_file(out / name) for name in ("extraction.jsonl", "graph.nt")}
 
 
+def prebuilt(out: Path) -> dict[str, tuple[str, bytes]]:
+    """The project's pickled extractor and vocabulary: name → (pipeline, pickle)."""
+    db = sqlite3.connect(out / ".kg" / "cache.sqlite")
+    try:
+        return {name: (pipeline, data) for name, pipeline, data
+                in db.execute("SELECT name, pipeline, v FROM prebuilt")}
+    finally:
+        db.close()
+
+
+def set_prebuilt(out: Path, pipeline: str, data: bytes) -> None:
+    db = sqlite3.connect(out / ".kg" / "cache.sqlite")
+    with db:
+        db.execute("UPDATE prebuilt SET pipeline = ?, v = ?", (pipeline, data))
+    db.close()
+
+
 def test_a_few_new_papers_are_added_with_the_projects_cached_extractor_and_vocabulary(
         tmp_path, monkeypatch):
     from kg import pipeline, vocab
@@ -282,40 +299,43 @@ def test_a_few_new_papers_are_added_with_the_projects_cached_extractor_and_vocab
     out = tmp_path / "p"
     with monkeypatch.context() as patched:  # extracted as many papers are: a child pickles it
         patched.setattr(project, "FEW_PAPERS", 1)
-        project.build(out, papers[:15], formats=["jsonl"])
-    cache = out / ".kg" / "cache.sqlite"
-    db = sqlite3.connect(cache)
-    try:
-        assert db.execute("SELECT name, pipeline FROM prebuilt ORDER BY name").fetchall() == [
-            ("extractor", project.pipeline_version()),
-            ("vocabulary", project.pipeline_version())]
-    finally:
-        db.close()
-    monkeypatch.setattr(pipeline, "EXTRACTORS", {})
+        project.build(out, papers[:13], formats=["jsonl"])
+    current = project.pipeline_version()
+    assert {name: p for name, (p, _) in prebuilt(out).items()} == {
+        "extractor": current, "vocabulary": current}
 
     def refuse(*args, **kwargs):
         raise AssertionError("built it again although the project keeps it")
 
-    with monkeypatch.context() as patched:
+    with monkeypatch.context() as patched:  # nothing built or parsed in this process before
+        patched.setattr(pipeline, "_EXTRACTORS", {})
+        patched.setattr(vocab, "_LOADED", {})
         patched.setattr(Extractor, "__init__", refuse)
         patched.setattr(vocab, "parse_vocabulary", refuse)
-        vocab.load_vocabulary.cache_clear()
-        project.add(out, papers[15:17])
-    vocab.load_vocabulary.cache_clear()
-    # Damaged copies are built again (and replaced), never trusted.
-    db = sqlite3.connect(cache)
-    with db:
-        db.execute("UPDATE prebuilt SET v = ?", (b"not a pickle",))
-    db.close()
+        project.add(out, papers[13:15])
+    # Damaged copies, or another pipeline's, are built again (and replaced), never used.
+    set_prebuilt(out, current, b"not a pickle")
+    project.add(out, papers[15:17])
+    assert {name: p for name, (p, _) in prebuilt(out).items()} == {
+        "extractor": current, "vocabulary": current}
+    set_prebuilt(out, "0.0.0+another", pickle.dumps("not an extractor"))
     project.add(out, papers[17:])
     assert exports(out) == fresh(papers, tmp_path, ["jsonl"])
-    db = sqlite3.connect(cache)
-    try:
-        built = dict(db.execute("SELECT name, v FROM prebuilt"))
-    finally:
-        db.close()
-    assert isinstance(pickle.loads(built["extractor"]), Extractor)
-    assert pickle.loads(built["vocabulary"]) == vocab.load_vocabulary()
+    kept = prebuilt(out)
+    assert kept["extractor"][0] == kept["vocabulary"][0] == current
+    assert isinstance(pickle.loads(kept["extractor"][1]), Extractor)
+    assert pickle.loads(kept["vocabulary"][1]) == vocab.load_vocabulary()
+
+
+def test_a_build_whose_extractor_pickling_fails_still_lands(tmp_path, monkeypatch):
+    def fail() -> bytes:
+        raise MemoryError("as if the child were killed")
+
+    monkeypatch.setattr(project, "FEW_PAPERS", 1)
+    monkeypatch.setattr(project, "_pickled_extractor", fail)
+    project.build(tmp_path / "p", seed_papers()[:4], formats=["jsonl"])
+    assert "extractor" not in prebuilt(tmp_path / "p")
+    assert project.open_project(tmp_path / "p").corpus().results
 
 
 def test_cli_build_add_remove_and_queries_read_the_store(tmp_path):

@@ -59,6 +59,31 @@ def test_adding_a_term_is_a_ttl_edit(tmp_path):
                                                                  ("zorbing", "Technique")}
 
 
+def test_an_edited_vocabulary_is_read_again_and_the_extractor_built_again(tmp_path,
+                                                                         monkeypatch):
+    # A long-lived process (a notebook) that edits a TTL file builds with the new vocabulary,
+    # as the pipeline version (a hash of the files) already says it does.
+    from kg import pipeline, vocab
+
+    scheme = ("@prefix kg: <https://w3id.org/mlkg/ontology#> .\n"
+              "@prefix skos: <http://www.w3.org/2004/02/skos/core#> .\n"
+              "<https://w3id.org/mlkg/concept/technique/> a skos:ConceptScheme ; "
+              "kg:entityType kg:Technique .\n")
+    term = ("<https://w3id.org/mlkg/concept/technique/{0}> a skos:Concept ; skos:inScheme "
+            "<https://w3id.org/mlkg/concept/technique/> ; skos:prefLabel \"{0}\"@en .\n")
+    folder = tmp_path / "vocab"
+    folder.mkdir()
+    (folder / "t.ttl").write_text(scheme + term.format("zorbing"))
+    monkeypatch.setattr(vocab, "ontology_dir", lambda: tmp_path)
+    monkeypatch.setattr(pipeline, "_EXTRACTORS", {})
+    first = pipeline.extractor()
+    assert load_vocabulary() is first.vocab and pipeline.extractor() is first
+    (folder / "t.ttl").write_text(scheme + term.format("zorbing") + term.format("blarging"))
+    assert len(load_vocabulary().concepts) == 2
+    found = pipeline.extractor().extract_one(Paper("p", "We apply zorbing and blarging."))
+    assert {c.span.text for c in found.candidates} == {"zorbing", "blarging"}
+
+
 def test_a_broken_vocabulary_file_is_reported_with_its_name(tmp_path):
     bad = tmp_path / "bad.ttl"
     bad.write_text("this is not turtle")

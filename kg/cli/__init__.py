@@ -79,9 +79,10 @@ def main() -> None:
         cli(prog_name="kg")
     finally:
         # The process exits now: spare the interpreter's final cycle collection, a scan of
-        # every object left (0.2 s in a `kg add` when extraction loaded spaCy). Objects left in
-        # cycles are then not finalized, so commands close their files themselves (kg writes
-        # through `with` blocks); a caller of main() in-process keeps a frozen heap.
+        # every object still alive (0.2 s at the end of a `kg add` while extraction loaded
+        # spaCy). Objects left in cycles are then not finalized, so commands close their files
+        # themselves (kg writes through `with` blocks); a caller of main() in-process keeps a
+        # frozen heap.
         import gc
 
         gc.freeze()
