@@ -19,7 +19,6 @@ the run and closed after it. Needs the extra: ``pip install 'kg[dask]'``.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import threading
@@ -63,8 +62,7 @@ def check_installed() -> None:
         raise KgError(f"{INSTALL} (import failed: {exc})") from None
 
 
-@functools.cache
-def _version() -> str:
+def _version() -> str:  # (read from the files each time: they may change under a process)
     from kg.project import pipeline_version
 
     return pipeline_version()
@@ -323,10 +321,9 @@ def _check_workers(client, address: str, folder: str | None) -> None:
                 "every worker, then run the command again")
 
 
-@functools.cache
 def _plan_version(folder: str | None) -> str:
     """What a plan depends on in this process: kg's pipeline version and the vocabulary that
-    ``load_vocabulary`` gives for ``folder`` (once loaded, a process keeps it)."""
+    ``load_vocabulary`` gives for ``folder`` (read again when its files change: so is this)."""
     concepts = _vocabulary(folder).concepts
     digest = hashlib.sha256(repr(sorted(concepts.items())).encode("utf-8")).hexdigest()
     return f"{_version()} vocabulary {digest[:16]}"
