@@ -840,14 +840,14 @@ def _extract_few(papers: list[Paper], pipeline: str, trained_model: str | None,
     from kg.resolve import prepare
 
     ex = fresh = None
-    if trained_model is None and built:
+    if built:  # (only the default extractor is kept)
         with contextlib.suppress(Exception):  # damaged, or from another Python: build it
             ex = pickle.loads(built)
     if ex is None:
         ex = extractor(trained_model)
         if trained_model is None:
             with contextlib.suppress(Exception):  # (a cache, never a reason to fail)
-                fresh = pickle.dumps(ex, 5)
+                fresh = _pickled_extractor()
     rows = list(_cache_rows(papers, _extract_safely(ex, papers), pipeline))
     return rows, [(key, prepare(expand(paper, found), ex.vocab)) for key, paper, found in rows
                   if not isinstance(found, str)], fresh

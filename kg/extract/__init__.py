@@ -22,7 +22,6 @@ The word lists all rules share live in ``words``, the text helpers in ``text``.
 """
 
 from kg.extract.extractor import Extractor, relabel
-from kg.extract.nlp import load_trained, split_words
 from kg.extract.text import (
     clean_text,
     is_acronym_like,
@@ -35,6 +34,6 @@ from kg.extract.text import (
 from kg.extract.vocabulary import LabelIndex
 
 __all__ = [
-    "Extractor", "LabelIndex", "clean_text", "is_acronym_like", "label_key", "load_trained",
-    "match_key", "relabel", "sentence_offsets", "singular", "singular_phrase", "split_words",
+    "Extractor", "LabelIndex", "clean_text", "is_acronym_like", "label_key", "match_key",
+    "relabel", "sentence_offsets", "singular", "singular_phrase",
 ]

@@ -28,10 +28,9 @@ class Document:
     names: tuple[re.Match, ...]  # name tokens with a digit or an inner capital
 
     @classmethod
-    def of(cls, paper: Paper, text: str | None = None,
-           sentences: list[tuple[int, int]] | None = None) -> Document:
+    def of(cls, paper: Paper, text: str | None = None) -> Document:
         text = clean_text(paper.text) if text is None else text
-        return cls(paper, text, tuple(sentences or sentence_offsets(text)),
+        return cls(paper, text, tuple(sentence_offsets(text)),
                    tuple(m for m in MARKED_NAME.finditer(text) if is_name_token(m.group(0))))
 
     def sentence_of(self, pos: int) -> Span:
