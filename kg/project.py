@@ -53,6 +53,7 @@ import shutil
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -647,6 +648,7 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                 shutil.rmtree(gen)
             gen.mkdir()
             trim = extracted = keeper = None
+            reap: list[Callable[[], Any]] = []  # children _write_generation started
             try:
                 if delta:
                     # A child checkpoints the store without the papers gone or changed while
@@ -697,13 +699,13 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                     previous = _Previous(previous_gen, current)
                 manifest, summary = _write_generation(root, gen, resolved, keys, pipeline,
                                                       asked, chosen, current, previous, trim,
-                                                      number, inputs, step)
+                                                      number, inputs, step, reap)
                 if keeper is not None:
                     # A cache: its child failing never fails the build.
                     with contextlib.suppress(KgError, OSError, sqlite3.Error):
                         cache.put_built("extractor", pipeline, keeper())
             except BaseException:  # a failed generation is never left for a reader to find
-                for child in (extracted, trim and trim[0], keeper):  # reaped: one writes in gen
+                for child in (extracted, trim and trim[0], keeper, *reap):  # one writes in gen
                     if child is not None:
                         with contextlib.suppress(Exception):
                             child()
@@ -911,10 +913,15 @@ def _state_of(result, part, features: dict) -> _State:
     paper = part.paper if not (part.paper.title or part.paper.label) else replace(
         part.paper, abstract="")
     return _State(tuple(getattr(paper, f) for f in _PAPER_FIELDS), part.counted,
-                  tuple(sorted({(r.subject, r.predicate, r.object) for r in result.relations
-                                if r.subject != result.paper.id})),
+                  _links(result),
                   tuple(sorted(Counter(r.predicate for r in result.relations).items())),
                   result.entity_ids, features)
+
+
+def _links(result) -> tuple[tuple[str, str, str], ...]:
+    """The entity → entity relations a paper's result asserts."""
+    return tuple(sorted({(r.subject, r.predicate, r.object) for r in result.relations
+                         if r.subject != result.paper.id}))
 
 
 class _Previous:
@@ -984,11 +991,12 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                       pipeline: str, asked: tuple[str, ...], chosen: tuple[str, ...],
                       current: Manifest | None, previous: _Previous | None,
                       trim: tuple[Callable[[], int], frozenset[str]] | None, number: int,
-                      inputs: Sequence[str | Path], step: Callable[[str], None]
-                      ) -> tuple[Manifest, dict[str, Any]]:
+                      inputs: Sequence[str | Path], step: Callable[[str], None],
+                      reap: list[Callable[[], Any]]) -> tuple[Manifest, dict[str, Any]]:
     """Write generation ``number`` into ``gen``; ``previous`` is the current generation when
     its store can take a delta (the same pipeline), and then ``trim`` waits for
     ``_store_without`` to have checkpointed it into ``gen/store`` without the papers named.
+    A child process started here is appended to ``reap``, for the caller to reap on failure.
 
     Papers flow through in batches: each result becomes its index rows, its state, its
     extraction.jsonl line and (for a new store, and a streamed graph.nt) its triples, then is
@@ -1032,12 +1040,43 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     def keep(pid: str, state: _State) -> None:
         light[pid] = PaperPart(Paper(*state.paper), {}, {}, frozenset(), state.counted)
         features[pid] = state.features
-        links.update(state.links)
+        if not delta:  # (a delta has them already: links_now)
+            links.update(state.links)
         predicates.update(dict(state.predicates))
 
     # Rebuilt papers' lines go to a scratch file as they come (a build never holds them).
     lines = _Lines(gen / "lines.new") if need_lines else None
     changed: dict[str, Any] = {}  # results of papers whose digest changed (the store delta)
+    store_delta = None
+    if delta:
+        # The store delta needs only the changed papers' results and every paper's links:
+        # a child applies it from here, on the core that resolution left idle, while this
+        # process writes the rows, the index and extraction.jsonl.
+        ids = [pid for pid in resolved.order
+               if current.paper_digests.get(pid) != resolved.digests[pid]]
+        for batch in _chunked(ids, 500):
+            changed.update(zip(batch, resolved.results(batch), strict=True))
+        alike = [pid for pid in resolved.order if pid not in changed]  # (their links alike)
+        old = [pid for pid in alike if pid in previous.states]
+        new_links = set(chain.from_iterable(previous.states[pid].links for pid in old))
+        for batch in _chunked([pid for pid in alike if pid not in previous.states], 500):
+            new_links.update(chain.from_iterable(map(_links, resolved.results(batch))))
+        new_links.update(chain.from_iterable(map(_links, changed.values())))
+        links_now = tuple(sorted(new_links))
+        trimmed = (trim[0](), trim[1])
+
+        def apply() -> int:
+            return _store_delta(gen / "store", trimmed, entities, changed, vocab, current,
+                                resolved.digests, entity_digests, concepts, links_now)
+
+        # Unless RocksDB has run in this process: a forked child would inherit its
+        # background threads' locks, held, and hang on them.
+        if _rocksdb_free():
+            store_delta = _forked(apply)
+            reap.append(store_delta)
+        else:
+            step("query store")
+            store_delta = _done(apply())
     # A new store takes each batch's triples as they come: pyoxigraph's bulk loader holds
     # what it is given (0.84 GB for one conference file, 0.16 GB a batch at a time).
     store = None if delta else _NewStore(gen / "store")
@@ -1045,7 +1084,9 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     sinks = [sink for sink in (store, nt) if sink is not None]  # what takes triples as they come
     try:
         for batch in _chunked([pid for pid in resolved.order if pid not in reuse], 500):
-            results = resolved.results(batch)
+            unread = [pid for pid in batch if pid not in changed]  # (changed: read above)
+            made = dict(zip(unread, resolved.results(unread), strict=True)) if unread else {}
+            results = [changed.get(pid) or made[pid] for pid in batch]
             for pid, result in zip(batch, results, strict=True):
                 # The index keeps papers without their source ("file:line" of this run's
                 # inputs): a row reused later must not depend on where it was read.
@@ -1058,8 +1099,6 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                 if lines is not None:
                     lines.add(pid, (json.dumps(result_to_dict(result, entities),
                                                ensure_ascii=False) + "\n").encode("utf-8"))
-                if delta and current.paper_digests.get(pid) != resolved.digests[pid]:
-                    changed[pid] = result
             if sinks:
                 facts = rdf.partial_triples(Corpus((), entities), results, (), (), vocab)
                 for sink in sinks:
@@ -1089,7 +1128,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
         keep(pid, state)
     light = {pid: light[pid] for pid in resolved.order}
     features = {pid: features[pid] for pid in resolved.order}
-    links = tuple(sorted(links))
+    links = links_now if delta else tuple(sorted(links))
     triples = None
     if nt is not None:
         step("graph.nt")
@@ -1125,33 +1164,12 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
         # Hashed for build.json here, while the clusters child still runs.
         digests["extraction.jsonl"] = sha256_file(gen / "extraction.jsonl")
 
-    store_delta = None
-    if delta:  # (a new store was loaded batch by batch above)
-        trimmed = (trim[0](), trim[1])
-
-        def apply() -> int:
-            return _store_delta(gen / "store", trimmed, entities, changed, vocab, current,
-                                resolved.digests, entity_digests, concepts, links)
-
-        # A child process applies it while this one writes the query index (the two take
-        # about as long), unless RocksDB has run in this process: a forked child would
-        # inherit its background threads' locks, held, and hang on them.
-        if _rocksdb_free():
-            store_delta = _forked(apply)
-        else:
-            step("query store")
-            n_triples = apply()
-    else:
+    if not delta:  # (a new store was loaded batch by batch above)
         step("query store")
-    try:  # (extraction.jsonl is assembled while the clusters are worked out)
-        step("query store and index" if store_delta else "query index")
-        counts = index.finish(light, entities, vocab, features, anew,
-                              assemble_lines if lines is not None else None)
-    except BaseException:
-        if store_delta is not None:  # reap the child; the first error is the one to tell
-            with contextlib.suppress(Exception):
-                store_delta()
-        raise
+    # (extraction.jsonl is assembled while the clusters are worked out)
+    step("query store and index" if store_delta else "query index")
+    counts = index.finish(light, entities, vocab, features, anew,
+                          assemble_lines if lines is not None else None)
     if store_delta is not None:
         n_triples = store_delta()
     if nt is not None and written_nt != n_triples:  # both hold the graph: a bug if they differ
@@ -1525,7 +1543,7 @@ def _store_delta(path: Path, trimmed: tuple[int, frozenset[str]], entities: dict
         # all their triples were deleted above. The rest may be in the store already.
         own = (rdf.PAPER_NS, rdf.ASSERTION_NS, rdf.SENTENCE_NS)
         new = [q for q in new if q.subject.value.startswith(own) or q not in store]
-        store.extend(new)
+        store.bulk_extend(new)  # (no reader sees this store before the commit)
         size += len(new)
     store.flush()
     del store

@@ -215,7 +215,7 @@ def surface_forms(prep: Prep, keep: tuple[int, ...], keys: Sequence[Key]
                     _active(prep, keep, prep.long_forms), strict=True))
 
 
-Forms = Counter  # of one entity key: (surface form, long form or None) → candidates
+Forms = dict  # of one entity key: (surface form, long form or None) → candidates
 
 
 def forms_by_key(counted: Iterable[tuple[tuple[Key, str, str | None], int]]
@@ -223,12 +223,18 @@ def forms_by_key(counted: Iterable[tuple[tuple[Key, str, str | None], int]]
     """The ``Forms`` of each entity key, from counted ``surface_forms`` items.
 
     >>> forms_by_key([((("Model", "bert"), "BERT", None), 2)])
-    {('Model', 'bert'): Counter({('BERT', None): 2})}
+    {('Model', 'bert'): {('BERT', None): 2}}
     """
-    by_key: dict[Key, Forms] = defaultdict(Counter)
+    # Plain dicts, not Counters: a Counter costs 7 µs to make, and a corpus has a key per
+    # entity (0.05 s of a 4,870-paper plan).
+    by_key: dict[Key, Forms] = {}
     for (key, form, long), n in counted:
-        by_key[key][form, long] += n
-    return dict(by_key)
+        forms = by_key.get(key)
+        if forms is None:
+            by_key[key] = {(form, long): n}
+        else:
+            forms[form, long] = forms.get((form, long), 0) + n
+    return by_key
 
 
 def name_entity(key: Key, forms: Forms, vocab: Vocabulary) -> Entity:

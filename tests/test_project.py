@@ -424,6 +424,39 @@ def test_a_build_that_fails_while_its_extraction_child_runs_reaps_it(tmp_path, m
     assert project.add(out, papers[10:]).extracted == len(papers[10:])
 
 
+def test_a_delta_that_fails_after_its_store_child_started_reaps_it(tmp_path):
+    """In a process where no store has run (the CLI's), the store delta is applied by a
+    child started before the index is written; a failure after that reaps it, and the next
+    add in the same process lands."""
+    out = tmp_path / "p"
+    assert kg("build", SEED, "-o", out, "--formats", "jsonl").returncode == 0
+    script = f"""
+import os
+from kg import analysis, project
+from kg.pipeline import read_papers
+papers = list(read_papers([{str(SEED)!r}])[0])
+def fail(*args, **kwargs):
+    raise RuntimeError("failed after the store child started")
+kept, analysis.assemble_index = analysis.assemble_index, fail
+try:
+    project.remove({str(out)!r}, [papers[0].id])
+except RuntimeError as exc:
+    print(exc)
+try:
+    os.waitpid(-1, os.WNOHANG)
+    print("a child is left")
+except ChildProcessError:
+    print("no child left")
+analysis.assemble_index = kept
+print(project.remove({str(out)!r}, [papers[0].id]).removed)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["failed after the store child started",
+                                        "no child left", repr((seed_papers()[0].id,))]
+
+
 def test_a_second_build_on_the_same_directory_is_refused(tmp_path):
     out = tmp_path / "p"
     project.build(out, seed_papers(), formats=["jsonl"])
@@ -457,10 +490,15 @@ def test_a_build_killed_at_any_moment_leaves_the_previous_state_answering(tmp_pa
     with big.open("w", encoding="utf-8") as fh:
         for p in papers:
             fh.write(json.dumps({"id": p.id, "title": p.title, "abstract": p.abstract}) + "\n")
+    # Kills spread over the time a build takes here (fixed delays all came after the end
+    # once builds got faster).
+    started = time.perf_counter()
+    assert kg("build", big, "-o", tmp_path / "timed", "--workers", "1").returncode == 0
+    took = time.perf_counter() - started
     assert kg("build", small, "-o", out, "--workers", "1").returncode == 0
     count = "SELECT (COUNT(*) AS ?n) WHERE { ?p a kg:Paper }"
     killed = 0
-    for delay in (1.0, 2.5, 4.0, 5.5, 7.0):
+    for delay in (took * share for share in (0.2, 0.35, 0.5, 0.65, 0.8)):
         proc = subprocess.Popen([sys.executable, "-m", "kg", "build", big, "-o", out,
                                  "--workers", "1"], cwd=ROOT, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
