@@ -28,9 +28,10 @@ import difflib
 import math
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, groupby
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from kg.errors import KgError
@@ -716,9 +717,11 @@ def cooccurrence(
                 papers_of[pid].append(eid)
     for pid in index.papers:
         counts.update(combinations(sorted(set(papers_of.get(pid, ()))), 2))
-    # (-count, a, b) tuples sort in C; a key function would be called for each of the
-    # ~30,000 pairs of a conference.
-    ranked = sorted([(-c, a, b) for (a, b), c in counts.items()])[:limit]
+    # Only pairs as frequent as the limit-th can rank: the others are never made into the
+    # (-count, a, b) tuples that sort in C (a conference has ~30,000 pairs).
+    least = (sorted(counts.values(), reverse=True)[limit - 1]
+             if limit is not None and 0 < limit < len(counts) else 0)
+    ranked = sorted([(-c, a, b) for (a, b), c in counts.items() if c >= least])[:limit]
     return [(index.entities[a], index.entities[b], -c) for c, a, b in ranked]
 
 
@@ -746,10 +749,9 @@ def clusters(corpus: Corpus, seed: int = 0, min_size: int = 2, terms: int = 3) -
     edges: list[tuple[int, int]] = []
     weights: list[float] = []
     for at, key in enumerate(keys, len(papers)):
-        weight = index.weight(key)
-        for pid, factor in index.factors[key]:
-            edges.append((paper_at[pid], at))
-            weights.append(weight * factor)
+        weight, found = index.weight(key), index.factors[key]
+        edges.extend([(paper_at[pid], at) for pid, _ in found])
+        weights.extend([weight * factor for _, factor in found])
     if not edges:
         return []
     out: list[Cluster] = []
@@ -802,13 +804,20 @@ def _cluster_terms(index: AnalysisIndex, pids: list[str], n: int) -> tuple[tuple
     def inherited(key: str) -> bool:
         return all(index.features[p][key].via for p in members[key])
 
-    # Direct uses before inherited concepts of equal score, so the narrower name wins.
-    scored = sorted(((len(ps) / len(pids) * index.weight(k), k) for k, ps in members.items()
-                     if len(ps) >= 2 and index.weight(k) > 0),
-                    key=lambda t: (-t[0], inherited(t[1]), index.info[t[1]][0].casefold(), t[1]))
+    def ranked() -> Iterator[tuple[float, str]]:
+        """By score; of equal scores direct uses before inherited concepts, so the narrower
+        name wins (ties ordered only as far as they are read: a few terms are chosen)."""
+        weights = [(len(ps) / len(pids) * index.weight(k), k) for k, ps in members.items()
+                   if len(ps) >= 2]
+        weights.sort(key=itemgetter(0), reverse=True)
+        for score, tied in groupby((t for t in weights if t[0] > 0), key=itemgetter(0)):
+            yield from ((score, k) for k in sorted(
+                (k for _, k in tied),
+                key=lambda k: (inherited(k), index.info[k][0].casefold(), k)))
+
     chosen: list[tuple[str, float]] = []
     chosen_sets: list[set[str]] = []
-    for score, key in scored:
+    for score, key in ranked():
         papers = set(members[key])
         if inherited(key) and papers in chosen_sets:
             continue
