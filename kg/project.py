@@ -1568,7 +1568,7 @@ def _store_delta(path: Path, trimmed: tuple[int, frozenset[str]], entities: dict
         # all their triples were deleted above. The rest may be in the store already.
         own = (rdf.PAPER_NS, rdf.ASSERTION_NS, rdf.SENTENCE_NS)
         new = [q for q in new if q.subject.value.startswith(own) or q not in store]
-        store.bulk_extend(new)  # (no reader sees this store before the commit)
+        store.extend(new)
         size += len(new)
     store.flush()
     del store
