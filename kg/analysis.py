@@ -351,22 +351,23 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
     features = {pid: given[pid] if pid in given else
                 paper_features(part.counted, entities, concept_entity, vocab, depths_of)
                 for pid, part in parts.items()}
-    # Names of the broader concepts counted entities inherit (features or not).
-    seen: set[str] = set()
-    for part in parts.values():
+    entity_papers: dict[str, list[str]] = defaultdict(list)
+    for pid, part in parts.items():
         for eid in part.counted:
-            entity = entities.get(eid)
-            if (eid in seen or entity is None or entity.type not in TYPE_WEIGHTS
-                    or not entity.concept):
-                continue
-            seen.add(eid)
-            if entity.concept not in depths_of:
-                depths_of[entity.concept] = _ancestor_depths(vocab, entity.concept)
-            for iri in depths_of[entity.concept]:
-                key = concept_entity.get(iri, iri)
-                if key not in info:
-                    concept = vocab.concepts[iri]
-                    info[key] = (concept.pref_label, concept.type)
+            entity_papers[eid].append(pid)
+    # Names of the broader concepts counted entities inherit (features or not), each counted
+    # entity once, in the order first counted.
+    for eid in entity_papers:
+        entity = entities.get(eid)
+        if entity is None or entity.type not in TYPE_WEIGHTS or not entity.concept:
+            continue
+        if entity.concept not in depths_of:
+            depths_of[entity.concept] = _ancestor_depths(vocab, entity.concept)
+        for iri in depths_of[entity.concept]:
+            key = concept_entity.get(iri, iri)
+            if key not in info:
+                concept = vocab.concepts[iri]
+                info[key] = (concept.pref_label, concept.type)
     # The vocabulary builds its narrower-concept map on first use; pay that here, not in the
     # first `shared` query.
     for iri in list(vocab.concepts)[:1]:
@@ -377,39 +378,34 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
     for key in info:
         iri = entities[key].concept if key in entities else key
         if iri and iri in vocab.concepts:
-            broader[key] = frozenset(key_of[a] for a in vocab.ancestors(iri))
-    postings_lists: dict[str, list[str]] = defaultdict(list)
+            broader[key] = frozenset([key_of[a] for a in vocab.ancestors(iri)])
     factor_lists: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for pid, own in features.items():
-        for key, feature in own.items():
-            postings_lists[key].append(pid)
-            factor_lists[key].append((pid, feature.factor))
-    entity_papers: dict[str, list[str]] = defaultdict(list)
-    for pid, part in parts.items():
-        for eid in part.counted:
-            entity_papers[eid].append(pid)
+        for key, (factor, _) in own.items():
+            factor_lists[key].append((pid, factor))
     n = len(parts)
-    postings = {k: tuple(v) for k, v in sorted(postings_lists.items())}
+    factors = {k: tuple(v) for k, v in sorted(factor_lists.items())}
+    postings = {k: tuple([pid for pid, _ in v]) for k, v in factors.items()}
     idf = {k: math.log(n / len(v)) for k, v in postings.items()}
     names: dict[str, list[str]] = defaultdict(list)
     for eid, e in sorted(entities.items()):
         for form in (e.name, *e.aliases):
-            if eid not in names[form.casefold()]:
-                names[form.casefold()].append(eid)
+            listed = names[form.casefold()]
+            if eid not in listed:
+                listed.append(eid)
     titles: dict[str, list[str]] = defaultdict(list)
     for pid, part in parts.items():
-        for text in {t.casefold() for t in (part.paper.label, part.paper.title) if t}:
-            titles[text].append(pid)
-    labels: dict[str, str] = {}
-    concept_labels: dict[str, set[str]] = defaultdict(set)
-    for iri, concept in sorted(vocab.concepts.items()):
-        for label in (concept.pref_label, *concept.alt_labels):
-            labels.setdefault(label.casefold(), label)
-            concept_labels[label.casefold()].add(iri)
+        paper = part.paper
+        label, title = paper.label, paper.title
+        if label:
+            titles[label.casefold()].append(pid)
+        if title and (not label or title.casefold() != label.casefold()):
+            titles[title.casefold()].append(pid)
+    labels, concept_labels = vocab.label_tables()
+    labels = dict(labels)
     for e in entities.values():
         for form in (e.name, *e.aliases):
             labels.setdefault(form.casefold(), form)
-    factors = {k: tuple(factor_lists[k]) for k in postings}
     return AnalysisIndex({pid: PaperResult(part.paper, (), ()) for pid, part in parts.items()},
                          entities, features, postings, factors,
                          {k: tuple(v) for k, v in entity_papers.items()},
@@ -418,8 +414,8 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
                          {k: tuple(v) for k, v in titles.items()},
                          tuple((pid, f"{part.paper.label}\0{part.paper.title or ''}".casefold())
                                for pid, part in parts.items()),
-                         labels, {k: tuple(sorted(v)) for k, v in concept_labels.items()},
-                         broader, vocab, {}, frozenset(), include_mentions, min_confidence)
+                         labels, dict(concept_labels), broader, vocab, {}, frozenset(),
+                         include_mentions, min_confidence)
 
 
 _INDEXES: dict[tuple[int, bool, float], tuple[weakref.ref, AnalysisIndex]] = {}

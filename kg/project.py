@@ -871,8 +871,10 @@ def _vocabulary(cache: _Cache, pipeline: str):
             return pickle.loads(data)
     vocab = load_vocabulary()
     # Without what it computes on first use (label index, hierarchy): those take longer to
-    # unpickle than to compute again.
-    cache.put_built("vocabulary", pipeline, pickle.dumps(Vocabulary(vocab.concepts), 5))
+    # unpickle than to compute again; but with its label tables (1 ms to unpickle, 10 to make).
+    bare = Vocabulary(vocab.concepts)
+    bare.label_tables()
+    cache.put_built("vocabulary", pipeline, pickle.dumps(bare, 5))
     return vocab
 
 
@@ -1662,9 +1664,9 @@ class _IndexWriter:
 
         self._flush()
         index = assemble_index(parts, entities, vocab, features=features)
-        # Clusters and co-occurrence take a third of an incremental build: they are worked
-        # out on the second core while this one writes the tables.
-        slow = _forked(lambda: [(k, pickle.dumps(v, 5)) for k, v in _slow_results(index)])
+        # The clusters (Louvain) take a fifth of an incremental build: they are worked out on
+        # the second core while this one writes the tables and the rest of what is stored.
+        slow = _forked(lambda: [(k, pickle.dumps(v, 5)) for k, v in _clusters(index)])
         db = self.db
         stored = None
         try:
@@ -1686,14 +1688,15 @@ class _IndexWriter:
                 db.execute("DELETE FROM results")
                 if meanwhile is not None:
                     meanwhile()
-                stored = slow()
-                db.executemany("INSERT INTO results VALUES (?, ?)", stored)
+                counted = _counts(index)  # (while the child works on)
+                stored = slow() + [(k, pickle.dumps(v, 5)) for k, v in counted]
+                db.executemany("INSERT INTO results VALUES (?, ?)", sorted(stored))
         finally:
             if stored is None:  # reap the child even when writing failed
                 with contextlib.suppress(Exception):
                     slow()
         db.close()
-        return pickle.loads(dict(stored)[result_key("technique_counts", TECHNIQUE_TYPES)])
+        return dict(counted)[result_key("technique_counts", TECHNIQUE_TYPES)]
 
 
 def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
@@ -1798,9 +1801,9 @@ def _rocksdb_free() -> bool:
     return True
 
 
-def _slow_results(index) -> list[tuple[str, object]]:
-    """What `kg techniques` asks of the whole corpus, computed once per build (Louvain takes
-    seconds on a conference; the query then takes milliseconds)."""
+def _clusters(index) -> list[tuple[str, object]]:
+    """The clusters `kg techniques` shows, computed once per build (Louvain takes seconds on
+    a conference; the query then takes milliseconds)."""
     from dataclasses import replace
 
     from kg import analysis
@@ -1808,11 +1811,17 @@ def _slow_results(index) -> list[tuple[str, object]]:
     groups = [replace(c, papers=tuple(replace(p, abstract="") if p.abstract else p
                                       for p in c.papers))
               for c in analysis.clusters(index)]
+    return [(analysis.result_key("clusters", 0, 2, 3), groups)]
+
+
+def _counts(index) -> list[tuple[str, object]]:
+    """What else `kg techniques` asks of the whole corpus, computed once per build."""
+    from kg import analysis
+
     types = analysis.TECHNIQUE_TYPES
     return [(analysis.result_key("technique_counts", types), analysis.technique_counts(index)),
             (analysis.result_key("cooccurrence", types),
-             analysis.cooccurrence(index, limit=analysis.STORED_PAIRS)),
-            (analysis.result_key("clusters", 0, 2, 3), groups)]
+             analysis.cooccurrence(index, limit=analysis.STORED_PAIRS))]
 
 
 class _Table(Mapping):

@@ -78,6 +78,21 @@ class Vocabulary:
 
         return LabelIndex(self)
 
+    def label_tables(self) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+        """Every pref/alt label casefolded → as first written (by IRI), and → the IRIs of the
+        concepts that have it; made once (a query index starts from them)."""
+        return self._label_tables
+
+    @functools.cached_property
+    def _label_tables(self) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+        labels: dict[str, str] = {}
+        iris: dict[str, set[str]] = {}
+        for iri, concept in sorted(self.concepts.items()):
+            for label in (concept.pref_label, *concept.alt_labels):
+                labels.setdefault(label.casefold(), label)
+                iris.setdefault(label.casefold(), set()).add(iri)
+        return labels, {k: tuple(sorted(v)) for k, v in iris.items()}
+
     def by_label(self, type_: str, label: str) -> str | None:
         """The IRI of the concept of ``type_`` whose pref/alt label is ``label`` (any case)."""
         return self._by_label.get((type_, label.casefold()))
