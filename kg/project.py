@@ -691,9 +691,12 @@ def _update_locked(root: Path, target_of: Callable, *, fresh: Sequence[Paper],
                             # while this process resolves. (Not beside a Dask client: its
                             # threads may hold locks the child would wait on forever.)
                             keeper = _forked(_pickled_extractor)
-                    if delta:  # (after the forks above: the thread is not theirs)
-                        index_copy = _copying(previous_gen / "index.sqlite",
-                                              gen / "index.sqlite")
+                    if delta:
+                        # The previous index is copied by the kernel (sendfile, without the
+                        # GIL) while this process resolves. (After the forks above: the
+                        # thread is not theirs.)
+                        index_copy = _in_thread(lambda: _copy_synced(
+                            previous_gen / "index.sqlite", gen / "index.sqlite"))
                         reap.append(index_copy)
                     step(f"resolving entities across {len(keys):,} papers")
                     resolved = _Resolved(cache, keys, {p.id: p for p in fresh},
@@ -1008,12 +1011,12 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                       trim: tuple[Callable[[], int], frozenset[str]] | None, number: int,
                       inputs: Sequence[str | Path], step: Callable[[str], None],
                       reap: list[Callable[[], Any]],
-                      index_copy: Callable[[], BaseException | None] | None = None
+                      index_copy: Callable[[], None] | None = None
                       ) -> tuple[Manifest, dict[str, Any]]:
     """Write generation ``number`` into ``gen``; ``previous`` is the current generation when
     its store can take a delta (the same pipeline), and then ``trim`` waits for
     ``_store_without`` to have checkpointed it into ``gen/store`` without the papers named,
-    and ``index_copy`` for its index.sqlite to have been copied there (``_copying``).
+    and ``index_copy`` for its index.sqlite to have been copied there.
     A child process started here is appended to ``reap``, for the caller to reap on failure.
 
     Papers flow through in batches: each result becomes its index rows, its state, its
@@ -1048,9 +1051,11 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
     depths: dict[str, dict[str, int]] = {}
     step("rows, lines and triples of each paper")
     if index_copy is not None:
-        failed = index_copy()
-        if failed is not None and reuse:
-            raise failed
+        try:
+            index_copy()
+        except OSError:
+            if reuse:
+                raise
         if not reuse:  # nothing to keep of it
             (gen / "index.sqlite").unlink(missing_ok=True)
     index = _IndexWriter(gen / "index.sqlite", copied=bool(reuse))
@@ -1179,17 +1184,20 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                 | {e for p in rebuilt for e in light[p].counted}}
         anew["factors"] = anew["postings"]
 
-    digests: dict[str, str] = {}
+    hashed: list[Callable[[], str]] = []  # waits for extraction.jsonl's sync and hash
 
     def assemble_lines() -> None:
         from kg.exports import sha256_file
 
         step("extraction.jsonl")
-        lines.assemble(gen / "extraction.jsonl", resolved.order, previous,
+        path = gen / "extraction.jsonl"
+        lines.assemble(path, resolved.order, previous,
                        lambda pid: renamed.isdisjoint(previous.states[pid].mentioned),
                        entities)
-        # Hashed for build.json here, while the clusters child still runs.
-        digests["extraction.jsonl"] = sha256_file(gen / "extraction.jsonl")
+        # Synced and hashed (for build.json) by a thread while this process goes on, and
+        # the clusters child still runs.
+        hashed.append(_in_thread(lambda: (_fsync_file(path), sha256_file(path))[1]))
+        reap.append(hashed[0])
 
     if not delta:  # (a new store was loaded batch by batch above)
         step("query store")
@@ -1199,6 +1207,7 @@ def _write_generation(root: Path, gen: Path, resolved: _Resolved, keys: dict[str
                           assemble_lines if lines is not None else None)
     if store_delta is not None:
         n_triples = store_delta()
+    digests = {"extraction.jsonl": hashed[0]()} if hashed else {}
     if nt is not None and written_nt != n_triples:  # both hold the graph: a bug if they differ
         raise KgError(f"graph.nt has {written_nt} triples but the store {n_triples}; please "
                       "report this (with the inputs if you can); a build into a new directory "
@@ -1241,7 +1250,6 @@ class _Lines:
         ``lines.idx`` beside it (each line's end offset), which the next build reads."""
         from array import array
 
-        from kg.exports import replacing
 
         self.fh.close()
         ends = array("Q")
@@ -1254,8 +1262,9 @@ class _Lines:
                     ends.append(total)
             else:
                 old = (previous.gen / "extraction.jsonl") if previous else None
-                with replacing(target) as tmp, tmp.open("wb") as out, \
-                        self.path.open("rb") as new, \
+                # Written in place: nobody reads the generation before its commit, which
+                # syncs it (the caller starts that sooner).
+                with target.open("wb") as out, self.path.open("rb") as new, \
                         (old.open("rb") if old else contextlib.nullcontext()) as was:
                     # [source, offset, length] with contiguous ranges merged, or [None, the
                     # re-rendered line, its length]
@@ -1589,8 +1598,8 @@ _BLOBS = ("order", "idf", "info", "names", "concept_entity", "titles", "labels",
 
 
 class _IndexWriter:
-    """Writes a generation's query index. Given a ``copied`` one (the previous generation's,
-    ``_copying``), it changes it in place: the rows of papers rebuilt (``add``) or gone, and
+    """Writes a generation's query index. Given a ``copied`` one (the previous generation's),
+    it changes it in place: the rows of papers rebuilt (``add``) or gone, and
     of the corpus-wide keys that may differ (``finish``); otherwise it writes every row.
     Tables are read in key order, so both end with the same rows."""
 
@@ -1657,9 +1666,8 @@ class _IndexWriter:
         """Write (in a copy: bring up to date) every table; ``parts`` and ``features`` of
         every paper, in id order.
         ``anew`` (with a copied index) names, per table, the keys whose rows may differ from
-        the previous generation's: the other rows are kept. ``meanwhile`` runs once the
-        tables are written, while the clusters are still being worked out. Returns the
-        technique counts the index stores."""
+        the previous generation's: the other rows are kept. ``meanwhile`` runs first, while
+        the clusters are being worked out. Returns the technique counts the index stores."""
         from kg.analysis import TECHNIQUE_TYPES, assemble_index, result_key
 
         self._flush()
@@ -1670,6 +1678,8 @@ class _IndexWriter:
         db = self.db
         stored = None
         try:
+            if meanwhile is not None:
+                meanwhile()
             with db:
                 if self.copied:  # the papers gone (or failing now)
                     gone = [(k,) for (k,) in db.execute('SELECT k FROM "state"')
@@ -1686,8 +1696,6 @@ class _IndexWriter:
                       for name in _BLOBS),
                     *([] if self.copied else [("vocab", pickle.dumps(vocab, 5))])])
                 db.execute("DELETE FROM results")
-                if meanwhile is not None:
-                    meanwhile()
                 counted = _counts(index)  # (while the child works on)
                 stored = slow() + [(k, pickle.dumps(v, 5)) for k, v in counted]
                 db.executemany("INSERT INTO results VALUES (?, ?)", sorted(stored))
@@ -1754,29 +1762,39 @@ def _forked(work: Callable[[], Any]) -> Callable[[], Any]:
     return result
 
 
-def _copying(source: Path, target: Path) -> Callable[[], BaseException | None]:
-    """Copy ``source`` to ``target`` and sync it, in a thread: the kernel copies (sendfile,
-    without the GIL) while this process resolves, instead of 0.01-0.1 s later on the way.
-    Returns a function that waits for the copy and gives its error, if any."""
+def _in_thread(work: Callable[[], Any]) -> Callable[[], Any]:
+    """Start ``work`` (file work that releases the GIL: sendfile, fsync, hashing) in a thread
+    and return a function that waits for its result, or raises its exception.
+
+    >>> _in_thread(lambda: sum(range(10)))()
+    45
+    """
     import threading
 
-    failed: list[BaseException] = []
+    outcome: list = []
 
-    def copy() -> None:
+    def run() -> None:
         try:
-            shutil.copyfile(source, target)
-            _fsync_file(target)  # written back now: the commit syncs only the rows changed
+            outcome.append((True, work()))
         except BaseException as exc:  # (given to the waiter)
-            failed.append(exc)
+            outcome.append((False, exc))
 
-    thread = threading.Thread(target=copy, name="kg-copy", daemon=True)
+    thread = threading.Thread(target=run, name="kg-files", daemon=True)
     thread.start()
 
-    def wait() -> BaseException | None:
+    def wait() -> Any:
         thread.join()
-        return failed[0] if failed else None
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
 
     return wait
+
+
+def _copy_synced(source: Path, target: Path) -> None:
+    shutil.copyfile(source, target)
+    _fsync_file(target)  # written back now: the commit syncs only the rows changed since
 
 
 def _done(value: Any) -> Callable[[], Any]:
