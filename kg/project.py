@@ -1572,13 +1572,19 @@ def _store_delta(path: Path, trimmed: tuple[int, frozenset[str]], entities: dict
     triples.extend(sorted(new_schemes - old_schemes))
     triples.extend(sorted((f"<{s}>", f"<{rdf.ONTOLOGY_NS}{p}>", f"<{o}>")
                           for s, p, o in wanted))
-    if triples:
-        new = {q for q in ox.parse(input="".join(f"{s} {p} {o} .\n" for s, p, o in triples)
-                                   .encode("utf-8"), format=ox.RdfFormat.N_TRIPLES)}
-        # The nodes of the papers changed (each paper, its assertions and sentences) are new:
-        # all their triples were deleted above. The rest may be in the store already.
-        own = (rdf.PAPER_NS, rdf.ASSERTION_NS, rdf.SENTENCE_NS)
-        new = [q for q in new if q.subject.value.startswith(own) or q not in store]
+    # The nodes of the papers changed (each paper, its assertions and sentences) are new: all
+    # their triples were deleted above. Their lines are loaded as they are, each once (the
+    # store parses and inserts them without a Python object per quad: 0.03 s, not 0.1 s).
+    own = tuple(f"<{ns}" for ns in (rdf.PAPER_NS, rdf.ASSERTION_NS, rdf.SENTENCE_NS))
+    fresh = {f"{s} {p} {o} .\n" for s, p, o in triples if s.startswith(own)}
+    if fresh:
+        store.load(input="".join(fresh).encode("utf-8"), format=ox.RdfFormat.N_TRIPLES)
+        size += len(fresh)
+    rest = [f"{s} {p} {o} .\n" for s, p, o in triples if not s.startswith(own)]
+    if rest:  # these may be in the store already
+        new = [q for q in {q for q in ox.parse(input="".join(rest).encode("utf-8"),
+                                               format=ox.RdfFormat.N_TRIPLES)}
+               if q not in store]
         store.extend(new)
         size += len(new)
     store.flush()
