@@ -874,10 +874,8 @@ def _vocabulary(cache: _Cache, pipeline: str):
             return pickle.loads(data)
     vocab = load_vocabulary()
     # Without what it computes on first use (label index, hierarchy): those take longer to
-    # unpickle than to compute again; but with its label tables (1 ms to unpickle, 10 to make).
-    bare = Vocabulary(vocab.concepts)
-    bare.label_tables()
-    cache.put_built("vocabulary", pipeline, pickle.dumps(bare, 5))
+    # unpickle than to compute again.
+    cache.put_built("vocabulary", pipeline, pickle.dumps(Vocabulary(vocab.concepts), 5))
     return vocab
 
 
