@@ -718,11 +718,23 @@ def delta_corpus(project, papers: Iterable[str], entities: Iterable[str]) -> Cor
         return Corpus(())
     if "extraction.jsonl" not in project.manifest.written:
         return project.corpus()
+    from kg.project import _line_ends
+
     decoder = json.JSONDecoder()
     lines = []
-    if wanted:
-        with (project.generation / "extraction.jsonl").open(encoding="utf-8") as fh:
-            for line in fh:
+    manifest = project.manifest
+    order = [pid for pid in sorted(manifest.papers) if pid not in manifest.failed]
+    ends = _line_ends(project.generation) if wanted else []
+    with (project.generation / "extraction.jsonl").open("rb") as fh:
+        if wanted and len(ends) == len(order):  # the file's line index: read those lines only
+            for at, pid in enumerate(order):
+                if pid in wanted:
+                    start = ends[at - 1] if at else 0
+                    fh.seek(start)
+                    lines.append(fh.read(ends[at] - start).decode("utf-8"))
+        elif wanted:
+            for raw in fh:
+                line = raw.decode("utf-8")
                 # The id is the first key write_jsonl writes; decode just it, else the line.
                 pid = (decoder.raw_decode(line, len(_LINE_START))[0]
                        if line.startswith(_LINE_START) else json.loads(line)["paper"]["id"])
@@ -860,7 +872,8 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
                     on_plan(len(corpus))
                 result = ProjectLoad(root, where, "full", reason, generation=manifest.generation)
                 result.load = load(corpus, conn, papers_per_batch=papers_per_batch,
-                                   tx_timeout=tx_timeout, vocabulary=vocabulary,
+                                   tx_timeout=tx_timeout,
+                                   vocabulary=vocabulary or project.vocabulary(),
                                    on_retry=on_retry, on_batch=on_batch, driver=driver)
             else:
                 delta = project_delta(record, target.papers, target.entities,
@@ -894,9 +907,7 @@ def _apply_delta(session, project, conn: Connection, delta: ProjectDelta, record
     import neo4j.exceptions as nx
 
     if vocabulary is None and (delta.concepts_added or delta.all_concepts):
-        from kg.vocab import load_vocabulary
-
-        vocabulary = load_vocabulary()
+        vocabulary = project.vocabulary()  # (the project's, pickled: 3 ms, not 50 to parse)
     corpus = delta_corpus(project, (*delta.added, *delta.changed), delta.entities_set)
     batches = plan_delta(corpus, delta, target.concepts, vocabulary, papers_per_batch)
     written = {r.paper.id: r for r in corpus.results}
