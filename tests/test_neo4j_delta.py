@@ -260,3 +260,19 @@ def test_the_cli_loads_a_project_then_its_deltas(neo4j_db, seed_papers, tmp_path
     assert "from generation 1 to 2" in done.stdout
     assert "0 paper(s) added, 0 changed, 1 removed" in done.stdout
     assert graph_counts(session)["papers"] == 18
+
+
+def test_a_delta_reads_its_papers_lines_by_the_line_index_or_by_a_scan(tmp_path, seed_papers):
+    """The changed papers' lines are read at the offsets lines.idx gives; where the index does
+    not fit the file (a damaged one here) the file is scanned instead, to the same corpus."""
+    from kg.neo4j_store import delta_corpus
+
+    out = tmp_path / "p"
+    project.build(out, seed_papers[:8], formats=["jsonl"])
+    project.add(out, seed_papers[8:])
+    opened = project.open_project(out)
+    wanted = [p.id for p in seed_papers[1::4]]
+    by_index = delta_corpus(opened, wanted, [])
+    assert [r.paper.id for r in by_index.results] == sorted(wanted)
+    (opened.generation / "lines.idx").write_bytes(b"")
+    assert delta_corpus(opened, wanted, []) == by_index
