@@ -193,8 +193,7 @@ class Project:
         in its cache (3 ms), else the vocabulary files as they are now (parsed: 50 ms)."""
         from kg.vocab import load_vocabulary
 
-        with contextlib.suppress(ProjectError, sqlite3.Error, pickle.UnpicklingError,
-                                 EOFError, AttributeError, ImportError):
+        with contextlib.suppress(Exception):  # (a cache: missing, damaged, from another Python)
             with _Cache(self.root / META / "cache.sqlite", readonly=True) as cache:
                 data = cache.built("vocabulary", self.manifest.pipeline)
             if data:
