@@ -718,20 +718,17 @@ def delta_corpus(project, papers: Iterable[str], entities: Iterable[str]) -> Cor
         return Corpus(())
     if "extraction.jsonl" not in project.manifest.written:
         return project.corpus()
-    from kg.project import _line_ends
+    from kg.project import _line_spans
 
     decoder = json.JSONDecoder()
     lines = []
-    manifest = project.manifest
-    order = [pid for pid in sorted(manifest.papers) if pid not in manifest.failed]
-    ends = _line_ends(project.generation) if wanted else []
+    spans = _line_spans(project.generation, project.manifest) if wanted else {}
     with (project.generation / "extraction.jsonl").open("rb") as fh:
-        if wanted and len(ends) == len(order):  # the file's line index: read those lines only
-            for at, pid in enumerate(order):
-                if pid in wanted:
-                    start = ends[at - 1] if at else 0
-                    fh.seek(start)
-                    lines.append(fh.read(ends[at] - start).decode("utf-8"))
+        if spans:  # the file's line index: read those lines only
+            for pid in sorted(wanted & spans.keys()):  # (one missing is told below)
+                offset, length = spans[pid]
+                fh.seek(offset)
+                lines.append(fh.read(length).decode("utf-8"))
         elif wanted:
             for raw in fh:
                 line = raw.decode("utf-8")

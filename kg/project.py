@@ -193,11 +193,9 @@ class Project:
         in its cache (3 ms), else the vocabulary files as they are now (parsed: 50 ms)."""
         from kg.vocab import load_vocabulary
 
-        with contextlib.suppress(Exception):  # (a cache: missing, damaged, from another Python)
-            with _Cache(self.root / META / "cache.sqlite", readonly=True) as cache:
-                data = cache.built("vocabulary", self.manifest.pipeline)
-            if data:
-                return pickle.loads(data)
+        with contextlib.suppress(ProjectError, sqlite3.Error), \
+                _Cache(self.root / META / "cache.sqlite", readonly=True) as cache:  # (if any)
+            return _vocabulary(cache, self.manifest.pipeline)  # (read-only: not kept)
         return load_vocabulary()
 
     def corpus(self) -> Corpus:
@@ -961,11 +959,7 @@ class _Previous:
         except sqlite3.Error:  # a generation from before states were kept: nothing reused
             return
         if "extraction.jsonl" in manifest.written:
-            order = [pid for pid in sorted(manifest.papers) if pid not in manifest.failed]
-            ends = _line_ends(gen)
-            if len(ends) == len(order):
-                self.spans = {pid: (start, end - start) for pid, start, end
-                              in zip(order, [0, *ends[:-1]], ends, strict=True)}
+            self.spans = _line_spans(gen, manifest)
 
     def stale_features(self, entities: dict, renamed: set[str], concept_entity: dict[str, str],
                        vocab, depths: dict[str, dict[str, int]]
@@ -1260,7 +1254,6 @@ class _Lines:
         ``lines.idx`` beside it (each line's end offset), which the next build reads."""
         from array import array
 
-
         self.fh.close()
         ends = array("Q")
         try:
@@ -1321,6 +1314,17 @@ def _copy_range(source, out, offset: int, length: int) -> None:
                                "again with all the inputs")
         offset += n
         length -= n
+
+
+def _line_spans(gen: Path, manifest: Manifest) -> dict[str, tuple[int, int]]:
+    """Where each paper's line lies in ``gen``'s extraction.jsonl: paper id → (offset,
+    length); empty when the line ends found do not fit the manifest's papers."""
+    order = [pid for pid in sorted(manifest.papers) if pid not in manifest.failed]
+    ends = _line_ends(gen)
+    if len(ends) != len(order):
+        return {}
+    return {pid: (start, end - start)
+            for pid, start, end in zip(order, [0, *ends[:-1]], ends, strict=True)}
 
 
 def _line_ends(gen: Path) -> list[int]:
