@@ -59,3 +59,46 @@ def load_trained(name: str):
     except OSError as exc:
         raise KgError(f"spaCy pipeline {name!r} is not installed ({exc}); install its package or "
                       "drop --spacy-model (the default pipeline needs no model)") from exc
+
+
+class KgTokenizer:
+    """kg's tokenizer as a spaCy tokenizer: ``split_words`` turned into a ``Doc``.
+
+    Registered as ``kg.tokenizer.v1``, so a spaCy config (``[nlp.tokenizer]``) and a trained
+    pipeline shipped with kg rebuild it by name. It has no state to save.
+    """
+
+    def __init__(self, vocab) -> None:
+        self.vocab = vocab
+
+    def __call__(self, text: str):
+        from spacy.tokens import Doc
+
+        words, spaces = split_words(text)
+        return Doc(self.vocab, words=words, spaces=spaces)
+
+    def pipe(self, texts, batch_size: int = 1000):
+        for text in texts:
+            yield self(text)
+
+    # Nothing to serialise: spaCy's Language.to_disk/from_disk call these.
+    def to_disk(self, path, **kwargs) -> None:
+        pass
+
+    def from_disk(self, path, **kwargs) -> KgTokenizer:
+        return self
+
+    def to_bytes(self, **kwargs) -> bytes:
+        return b""
+
+    def from_bytes(self, data: bytes, **kwargs) -> KgTokenizer:
+        return self
+
+
+def register_tokenizer() -> None:
+    """Register ``kg.tokenizer.v1`` with spaCy (idempotent; imports spaCy)."""
+    import spacy
+
+    if "kg.tokenizer.v1" not in spacy.registry.tokenizers.get_all():
+        spacy.registry.tokenizers.register("kg.tokenizer.v1",
+                                           func=lambda: lambda nlp: KgTokenizer(nlp.vocab))
