@@ -234,13 +234,13 @@ def test_writing_to_an_unwritable_place_names_the_file(tmp_path, seed_corpus):
 
 def test_the_map_is_the_default_above_the_threshold_and_kg_viz_view_chooses(
         tmp_path, seed_corpus, monkeypatch):
-    from kg.viz import map as viz_map
+    import kg.viz
 
     graph_page = tmp_path / "graph.html"
     write_viz(seed_corpus, graph_page)
     assert '"view":"corpus"' in graph_page.read_text(encoding="utf-8")
     # Lower the threshold below the 19 seed papers: the same call now writes the map.
-    monkeypatch.setattr(viz_map, "MAP_MIN_PAPERS", 10)
+    monkeypatch.setattr(kg.viz, "MAP_MIN_PAPERS", 10)
     map_page = tmp_path / "map.html"
     write_viz(seed_corpus, map_page)
     assert '"view":"map"' in map_page.read_text(encoding="utf-8")
@@ -295,7 +295,7 @@ def test_a_very_large_map_points_to_kg_related_and_kg_shared_instead_of_listing_
     busy = [n for n in view.nodes if full[n["kg"]] > 1]
     assert busy and all(len(n["uses"]) == 1 and n["usesTotal"] == full[n["kg"]]
                         for n in busy)
-    script = (Path(map_module.__file__).parent.parent / "templates" / "map.js").read_text()
+    script = (Path(map_module.__file__).parent / "templates" / "map.js").read_text()
     assert "kg related " in script and "if (!p.r)" in script
 
 
