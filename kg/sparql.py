@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pyoxigraph as ox
+
+from kg.data import data_dir
 from kg.errors import InputError, QueryError
+from kg.project import is_project, open_project
 from kg.rdf import PREFIXES, graph_file
 
 
@@ -315,8 +319,6 @@ def _vet_load(toks: list[tuple[str, str]], i: int, declared: dict[str, set[str]]
 # ---------------------------------------------------------------- running queries
 
 def _term_json(term: Any) -> dict[str, Any]:
-    import pyoxigraph as ox
-
     if isinstance(term, ox.NamedNode):
         return {"type": "uri", "value": term.value}
     if isinstance(term, ox.BlankNode):
@@ -375,8 +377,6 @@ def execute_query(store: Any, text: str, *, requested: str | None = None,
 
 def _serialise(result: Any, requested: str | None, accept: str | None,
                max_results: int) -> QueryOutput:
-    import pyoxigraph as ox
-
     kind = "graph" if isinstance(result, ox.QueryTriples) else "results"
     name = choose_format(kind, requested, accept)
     if name is None:
@@ -431,10 +431,6 @@ def _first(results: Any, limit: int) -> tuple[list, bool]:
 def load_store(path: str | Path) -> Any:
     """A pyoxigraph Store of the graph at ``path``: a project's on-disk store (read-only,
     opened in milliseconds), or a graph file loaded into memory."""
-    import pyoxigraph as ox
-
-    from kg.project import is_project, open_project
-
     if Path(path).is_dir():
         if is_project(path):
             return open_project(path).store()
@@ -458,10 +454,6 @@ def load_store(path: str | Path) -> Any:
 def writable(store: Any, graph: str | Path) -> Any:
     """``store`` itself when it takes updates, else an in-memory copy: a project's store is
     read-only, so `kg serve --allow-update` changes its own copy, never the project."""
-    import pyoxigraph as ox
-
-    from kg.project import is_project
-
     if not is_project(graph):
         return store
     copy = ox.Store()
@@ -483,8 +475,6 @@ def parse_binding(value: str) -> Any:
     >>> parse_binding('"3"^^xsd:integer').value
     '3'
     """
-    import pyoxigraph as ox
-
     text = value.strip()
     if text.startswith("<") and text.endswith(">"):
         try:
@@ -516,14 +506,10 @@ def substitutions(bindings: dict[str, str]) -> dict | None:
     """``{name: value}`` (``$name=value`` parameters, ``--bind``) as pyoxigraph substitutions."""
     if not bindings:
         return None
-    import pyoxigraph as ox
-
     return {ox.Variable(name): parse_binding(value) for name, value in bindings.items()}
 
 
 def saved_queries() -> dict[str, str]:
     """The saved queries shipped in sparql/*.rq, by file stem."""
-    from kg.data import data_dir
-
     folder = data_dir("sparql")
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.rq"))}

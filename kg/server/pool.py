@@ -12,11 +12,15 @@ from __future__ import annotations
 import collections
 import contextlib
 import math
+import os
 import queue
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +98,6 @@ def worker_entry() -> None:
     The protocol runs over stdin/stdout; stdout is moved aside first so a stray print cannot
     corrupt it.
     """
-    import os
-    from multiprocessing.connection import Connection
-
     out_fd = os.dup(1)
     os.dup2(2, 1)
     # The server going away (shutdown, or the pool killing us) is not worth a traceback.
@@ -109,11 +110,6 @@ class _Worker:
     re-imported) speaking multiprocessing's Connection protocol over its stdin/stdout."""
 
     def __init__(self, graph: str, updates: list[str], allow_service: tuple[str, ...]) -> None:
-        import os
-        import subprocess
-        import sys
-        from multiprocessing.connection import Connection
-
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
