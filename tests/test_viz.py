@@ -131,6 +131,28 @@ def test_rerunning_writes_a_byte_identical_file_even_across_processes(tmp_path, 
     assert outputs[0] == render_html(build_view(seed_corpus)).encode("utf-8")
 
 
+def test_the_map_is_byte_identical_across_processes_whatever_the_hash_seed(
+        tmp_path, corpora_dir):
+    # The first 100 ICLR 2024 abstracts: the map's connected core is under half of its
+    # techniques, where networkx's subgraph view iterates a set of names (hash-seed order).
+    from kg.pipeline import run
+
+    lines = (corpora_dir / "openreview-2024" / "ICLR_cc_2024_Conference.tsv").read_text(
+        encoding="utf-8").splitlines(keepends=True)[:100]
+    (tmp_path / "iclr-100.tsv").write_text("".join(lines), encoding="utf-8")
+    graph = tmp_path / "corpus.jsonl"
+    with graph.open("w", encoding="utf-8") as fh:
+        write_jsonl(run([tmp_path / "iclr-100.tsv"]), fh)
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"map-{seed}.html"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "kg", "viz", str(graph), "--view", "map",
+                        "-o", str(out)], check=True, env=env, capture_output=True)
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+
+
 def test_markup_in_titles_and_abstracts_never_reaches_the_file_as_markup(tmp_path):
     from kg.pipeline import load_corpus
 

@@ -393,7 +393,9 @@ def place_techniques(graph, communities: list[list[str]],
     if len(graph) == 0:
         return {}
     core = max(nx.connected_components(graph), key=lambda c: (len(c), sorted(c)))
-    pos = _spring_core(graph.subgraph(sorted(core)), _cluster_sectors(communities))
+    # In the graph's order: a subgraph view of under half the graph would iterate its node
+    # set, whose order (hence the bits of the layout) changes with PYTHONHASHSEED.
+    pos = _spring_core(graph, [e for e in graph if e in core], _cluster_sectors(communities))
     xs = [float(p[0]) for p in pos.values()]
     ys = [float(p[1]) for p in pos.values()]
     cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
@@ -418,17 +420,17 @@ def _cluster_sectors(communities: list[list[str]]) -> dict[str, tuple[float, flo
     return start
 
 
-def _spring_core(sub, start: dict[str, tuple[float, float]]) -> dict:
-    """networkx's force layout of ``sub`` from ``start``, rescaled to [-1, 1]²."""
+def _spring_core(graph, nodes: list[str], start: dict[str, tuple[float, float]]) -> dict:
+    """networkx's force layout of ``nodes`` (of ``graph``) from ``start``, rescaled to
+    [-1, 1]²."""
     import networkx as nx
     import numpy as np
 
-    nodes = list(sub)
     if len(nodes) == 1:
         return {nodes[0]: (0.0, 0.0)}
-    xy = _spring_force(nx.to_numpy_array(sub, weight="weight"),
+    xy = _spring_force(nx.to_numpy_array(graph.subgraph(nodes), nodelist=nodes, weight="weight"),
                        np.array([start[e] for e in nodes], dtype=float),
-                       k=2.0 / math.sqrt(len(sub)), iterations=150)
+                       k=2.0 / math.sqrt(len(nodes)), iterations=150)
     return dict(zip(nodes, nx.rescale_layout(xy, scale=1) + np.zeros(2), strict=True))
 
 
