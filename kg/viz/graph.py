@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from kg.analysis import TECHNIQUE_TYPES, find_paper, related, shared
+from kg.analysis import TECHNIQUE_TYPES, find_paper, shared
+from kg.analysis import related as related_papers  # build_view's `related` is a count
 from kg.errors import InputError
 from kg.model import Corpus, PaperResult
 from kg.text import shorten
@@ -129,7 +130,7 @@ def choose_paper(corpus: Corpus, paper: str, n: int) -> Choice:
     """A paper and its ``n`` related papers: the same lookup and ranking as `kg related`."""
     by_id = {r.paper.id: r for r in corpus}
     center = find_paper(corpus, paper).id
-    chosen = [by_id[center]] + [by_id[r.paper.id] for r in related(corpus, center, n)]
+    chosen = [by_id[center]] + [by_id[r.paper.id] for r in related_papers(corpus, center, n)]
     return Choice("paper", f"{shorten(_paper_title(by_id[center]), 80)} and related papers",
                   chosen, must=frozenset(by_id[center].entity_ids),  # its own always show
                   focus="p:" + center)
