@@ -28,7 +28,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pyoxigraph as ox
+
+from kg.data import data_dir
 from kg.errors import InputError, QueryError
+from kg.project import is_project, open_project
 from kg.rdf import PREFIXES, graph_file
 
 
@@ -85,6 +89,22 @@ def choose_format(kind: str, requested: str | None, accept: str | None) -> str |
             return name
     if not accept:
         return DEFAULT_FORMAT[kind]
+    for media in _by_preference(accept):
+        if media in ("*/*", "application/*", "text/*"):
+            return DEFAULT_FORMAT[kind]
+        name = _MEDIA.get(media)
+        if name and FORMATS[name][2] == kind:
+            return name
+    return None
+
+
+def _by_preference(accept: str) -> list[str]:
+    """An Accept header's media types, highest q-value first (ties in header order); those
+    with q=0 (or a q that is not a number) left out.
+
+    >>> _by_preference("text/csv;q=0.5, application/json, text/plain;q=0")
+    ['application/json', 'text/csv']
+    """
     ranked: list[tuple[float, int, str]] = []
     for index, part in enumerate(accept.split(",")):
         media, *params = (p.strip() for p in part.split(";"))
@@ -97,13 +117,7 @@ def choose_format(kind: str, requested: str | None, accept: str | None) -> str |
                     q = 0.0
         if q > 0:
             ranked.append((-q, index, media.lower()))
-    for _, _, media in sorted(ranked):
-        if media in ("*/*", "application/*", "text/*"):
-            return DEFAULT_FORMAT[kind]
-        name = _MEDIA.get(media)
-        if name and FORMATS[name][2] == kind:
-            return name
-    return None
+    return [media for _, _, media in sorted(ranked)]
 
 
 # ---------------------------------------------------------------- vetting (a SPARQL lexer)
@@ -207,91 +221,104 @@ def vet(text: str, *, allow_service: Iterable[str] = (), update: bool = False,
         return  # the keyword is spelled out in ASCII or pyoxigraph does not read it
     allow_service = list(allow_service)
     toks = list(tokens(text))
-    declared: dict[str, set[str]] = {}
-    for name, iri in (prefixes if prefixes is not None else PREFIXES).items():
-        declared.setdefault(name, set()).add(iri)
-    for i, (kind, tok) in enumerate(toks):
-        if kind != "word":
-            continue
-        upper = tok.upper()
-        if upper.startswith("PREFIX"):
-            rest = tok[6:] or (toks[i + 1][1] if i + 1 < len(toks) else "")
-            after = i + (1 if tok[6:] else 2)
-            if rest.endswith(":") and after < len(toks) and toks[after][0] == "iri":
-                declared.setdefault(rest[:-1], set()).add(toks[after][1][1:-1])
-
-    def targets(word: str, keyword: str, i: int) -> tuple[list[str], int]:
-        """The IRIs (every reading) a keyword-led word points at, and the next token index."""
-        rest = word[len(keyword):]
-        readings = [rest]
-        if rest.upper().startswith("SILENT"):
-            readings.append(rest[6:])
-        nxt = i + 1
-        out: list[str] = []
-        for reading in readings:
-            if reading:
-                out.append(reading)
-            elif nxt < len(toks):
-                follow = toks[nxt][1]
-                if toks[nxt][0] == "word" and follow.upper() == "SILENT":
-                    nxt += 1
-                    follow = toks[nxt][1] if nxt < len(toks) else ""
-                out.append(follow)
-                nxt += 1
-            else:
-                out.append("")
-        return out, nxt
-
-    def resolve(target: str) -> list[str | None]:
-        """The IRIs ``target`` may stand for (a relative one is refused: it is checked as is,
-        not against a BASE); None where it is not an IRI this lexer reads."""
-        if target.startswith("<") and target.endswith(">"):
-            return [target[1:-1]]
-        if ":" in target and not target.startswith(("?", "$")):
-            prefix, _, local = target.rstrip(".").partition(":")
-            return [ns + local for ns in sorted(declared.get(prefix, ()))] or [None]
-        return [None]
-
+    declared = _declared(toks, PREFIXES if prefixes is None else prefixes)
     depth = 0
     for i, (kind, tok) in enumerate(toks):
         if kind == "punct":
             depth += {"{": 1, "}": -1}.get(tok, 0)
+        elif kind == "word" and tok.upper().startswith("SERVICE"):
+            _vet_service(toks, i, declared, allow_service)
+        elif kind == "word" and update and depth == 0 and tok.upper().startswith("LOAD"):
+            _vet_load(toks, i, declared, allow_service)
+
+
+def _declared(toks: list[tuple[str, str]], prefixes: dict[str, str]) -> dict[str, set[str]]:
+    """Every IRI each prefix may stand for: kg's (or the given) prefixes and the query's own
+    ``PREFIX`` declarations (a name declared twice may be either)."""
+    declared: dict[str, set[str]] = {}
+    for name, iri in prefixes.items():
+        declared.setdefault(name, set()).add(iri)
+    for i, (kind, tok) in enumerate(toks):
+        if kind != "word" or not tok.upper().startswith("PREFIX"):
             continue
-        if kind != "word":
-            continue
-        upper = tok.upper()
-        if upper.startswith("SERVICE"):
-            found, nxt = targets(tok, "SERVICE", i)
-            if tok.upper() != "SERVICE" and not (nxt < len(toks) and toks[nxt][1] == "{"):
-                continue  # a longer word (e.g. a ``services:`` prefixed name) not before a group
-            for target in found:
-                if target.startswith(("?", "$")):
-                    raise RefusedQueryError(
-                        f"SERVICE {target} refused: a SERVICE whose address is a variable "
-                        "could reach any host; name the endpoint as an IRI")
-                for iri in resolve(target):
-                    if iri is None or not _host_allowed(iri, allow_service):
-                        raise RefusedQueryError(
-                            f"SERVICE {target} refused: this endpoint does not send requests to "
-                            "other hosts (federated queries are off); "
-                            + ("allowed hosts: " + ", ".join(allow_service) if allow_service
-                               else "start `kg serve` with --allow-service HOST to allow one"))
-        elif update and depth == 0 and upper.startswith("LOAD"):
-            found, _ = targets(tok, "LOAD", i)
-            for target in found:
-                for iri in resolve(target):
-                    if iri is None or not (iri.lower().startswith("file:")
-                                           or _host_allowed(iri, allow_service)):
-                        raise RefusedQueryError(
-                            f"LOAD {target} refused: this endpoint loads only file: IRIs and "
-                            "hosts named by --allow-service")
+        rest = tok[6:] or (toks[i + 1][1] if i + 1 < len(toks) else "")
+        after = i + (1 if tok[6:] else 2)
+        if rest.endswith(":") and after < len(toks) and toks[after][0] == "iri":
+            declared.setdefault(rest[:-1], set()).add(toks[after][1][1:-1])
+    return declared
+
+
+def _targets(toks: list[tuple[str, str]], i: int, keyword: str) -> tuple[list[str], int]:
+    """The IRIs (every reading) the keyword-led word ``toks[i]`` points at, and the index of
+    the token after them."""
+    rest = toks[i][1][len(keyword):]
+    readings = [rest]
+    if rest.upper().startswith("SILENT"):
+        readings.append(rest[6:])
+    nxt = i + 1
+    out: list[str] = []
+    for reading in readings:
+        if reading:
+            out.append(reading)
+        elif nxt < len(toks):
+            follow = toks[nxt][1]
+            if toks[nxt][0] == "word" and follow.upper() == "SILENT":
+                nxt += 1
+                follow = toks[nxt][1] if nxt < len(toks) else ""
+            out.append(follow)
+            nxt += 1
+        else:
+            out.append("")
+    return out, nxt
+
+
+def _resolve(target: str, declared: dict[str, set[str]]) -> list[str | None]:
+    """The IRIs ``target`` may stand for (a relative one is refused: it is checked as is,
+    not against a BASE); None where it is not an IRI this lexer reads."""
+    if target.startswith("<") and target.endswith(">"):
+        return [target[1:-1]]
+    if ":" in target and not target.startswith(("?", "$")):
+        prefix, _, local = target.rstrip(".").partition(":")
+        return [ns + local for ns in sorted(declared.get(prefix, ()))] or [None]
+    return [None]
+
+
+def _vet_service(toks: list[tuple[str, str]], i: int, declared: dict[str, set[str]],
+                 allow_service: list[str]) -> None:
+    """Refuse the SERVICE at ``toks[i]`` unless every reading of its target is allowed."""
+    found, nxt = _targets(toks, i, "SERVICE")
+    if toks[i][1].upper() != "SERVICE" and not (nxt < len(toks) and toks[nxt][1] == "{"):
+        return  # a longer word (e.g. a ``services:`` prefixed name) not before a group
+    for target in found:
+        if target.startswith(("?", "$")):
+            raise RefusedQueryError(
+                f"SERVICE {target} refused: a SERVICE whose address is a variable "
+                "could reach any host; name the endpoint as an IRI")
+        for iri in _resolve(target, declared):
+            if iri is None or not _host_allowed(iri, allow_service):
+                raise RefusedQueryError(
+                    f"SERVICE {target} refused: this endpoint does not send requests to "
+                    "other hosts (federated queries are off); "
+                    + ("allowed hosts: " + ", ".join(allow_service) if allow_service
+                       else "start `kg serve` with --allow-service HOST to allow one"))
+
+
+def _vet_load(toks: list[tuple[str, str]], i: int, declared: dict[str, set[str]],
+              allow_service: list[str]) -> None:
+    """Refuse the LOAD at ``toks[i]`` unless it reads a file: IRI or an allowed host."""
+    found, _ = _targets(toks, i, "LOAD")
+    for target in found:
+        for iri in _resolve(target, declared):
+            if iri is None or not (iri.lower().startswith("file:")
+                                   or _host_allowed(iri, allow_service)):
+                raise RefusedQueryError(
+                    f"LOAD {target} refused: this endpoint loads only file: IRIs and "
+                    "hosts named by --allow-service")
 
 
 # ---------------------------------------------------------------- running queries
 
 def _term_json(term: Any) -> dict[str, Any]:
-    import pyoxigraph as ox
-
     if isinstance(term, ox.NamedNode):
         return {"type": "uri", "value": term.value}
     if isinstance(term, ox.BlankNode):
@@ -350,8 +377,6 @@ def execute_query(store: Any, text: str, *, requested: str | None = None,
 
 def _serialise(result: Any, requested: str | None, accept: str | None,
                max_results: int) -> QueryOutput:
-    import pyoxigraph as ox
-
     kind = "graph" if isinstance(result, ox.QueryTriples) else "results"
     name = choose_format(kind, requested, accept)
     if name is None:
@@ -406,10 +431,6 @@ def _first(results: Any, limit: int) -> tuple[list, bool]:
 def load_store(path: str | Path) -> Any:
     """A pyoxigraph Store of the graph at ``path``: a project's on-disk store (read-only,
     opened in milliseconds), or a graph file loaded into memory."""
-    import pyoxigraph as ox
-
-    from kg.project import is_project, open_project
-
     if Path(path).is_dir():
         if is_project(path):
             return open_project(path).store()
@@ -433,10 +454,6 @@ def load_store(path: str | Path) -> Any:
 def writable(store: Any, graph: str | Path) -> Any:
     """``store`` itself when it takes updates, else an in-memory copy: a project's store is
     read-only, so `kg serve --allow-update` changes its own copy, never the project."""
-    import pyoxigraph as ox
-
-    from kg.project import is_project
-
     if not is_project(graph):
         return store
     copy = ox.Store()
@@ -458,8 +475,6 @@ def parse_binding(value: str) -> Any:
     >>> parse_binding('"3"^^xsd:integer').value
     '3'
     """
-    import pyoxigraph as ox
-
     text = value.strip()
     if text.startswith("<") and text.endswith(">"):
         try:
@@ -491,14 +506,10 @@ def substitutions(bindings: dict[str, str]) -> dict | None:
     """``{name: value}`` (``$name=value`` parameters, ``--bind``) as pyoxigraph substitutions."""
     if not bindings:
         return None
-    import pyoxigraph as ox
-
     return {ox.Variable(name): parse_binding(value) for name, value in bindings.items()}
 
 
 def saved_queries() -> dict[str, str]:
     """The saved queries shipped in sparql/*.rq, by file stem."""
-    from kg.data import data_dir
-
     folder = data_dir("sparql")
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.rq"))}

@@ -15,7 +15,8 @@ import pytest
 from kg.analysis import related
 from kg.errors import KgError
 from kg.viz import write_viz
-from kg.viz.map import _layout, build_map, related_all
+from kg.viz.map import build_map, place_techniques
+from kg.viz.related import related_all
 
 ICLR = "openreview-2024/ICLR_cc_2024_Conference.tsv"
 
@@ -54,7 +55,7 @@ def test_related_all_ranks_every_paper_of_a_conference_slice_as_related_does(icl
 
 
 def _reference_layout(graph, communities, size):
-    """kg.viz.map._layout as first written: networkx's spring_layout and (n, n, 2) arrays."""
+    """kg.viz.map.place_techniques as first written: nx.spring_layout, (n, n, 2) arrays."""
     core = max(nx.connected_components(graph), key=lambda c: (len(c), sorted(c)))
     start = {}
     for k, members in enumerate(communities):
@@ -109,7 +110,7 @@ def test_the_map_layout_is_bit_for_bit_the_networkx_one(seed):
     graph.add_edge("zz-alone", "zz-other", weight=0.5)
     communities = [sorted(c) for c in nx.community.louvain_communities(graph, seed=seed)]
     size = {e: 5 + 2.4 * math.sqrt(1 + int(rng.integers(0, 60))) for e in sorted(graph)}
-    assert _layout(graph, communities, size) == _reference_layout(graph, communities, size)
+    assert place_techniques(graph, communities, size) == _reference_layout(graph, communities, size)
 
 
 def test_writing_a_page_pauses_the_cycle_collector_only_while_it_runs(tmp_path, seed_corpus):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from kg.viz import _RING_GAP, build_view
+from kg.viz import build_view
+from kg.viz.layout import RING_GAP
 
 
 def ring_sides(view) -> tuple[list[dict], list[dict]]:
@@ -35,7 +36,7 @@ def check_ring(view) -> None:
     for side in (right, left):
         gaps = [b["y"] - a["y"] for a, b in pairwise(side)]
         # Equal heights apart (to rounding), never closer than the gap two labels need.
-        assert not gaps or (min(gaps) >= _RING_GAP - 1 and max(gaps) - min(gaps) <= 1)
+        assert not gaps or (min(gaps) >= RING_GAP - 1 and max(gaps) - min(gaps) <= 1)
     ring = [(n["x"], n["y"]) for n in right + left[::-1]]
     others = [n for n in view.nodes if "side" not in n]
     if len(ring) >= 3:
@@ -73,8 +74,8 @@ def test_the_technique_view_has_the_technique_at_the_centre_and_narrower_ones_in
 
 
 def test_a_large_corpus_keeps_the_force_layout(seed_corpus, monkeypatch):
-    import kg.viz
+    import kg.viz.graph
 
-    monkeypatch.setattr(kg.viz, "_RING_MAX_PAPERS", 10)
+    monkeypatch.setattr(kg.viz.graph, "RING_MAX_PAPERS", 10)
     view = build_view(seed_corpus)
     assert not view.ring and not any("side" in n for n in view.nodes)

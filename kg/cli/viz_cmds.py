@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kg.cli.common import input_options, report_skips, show_progress
-from kg.viz import DEFAULT_MAX_ENTITIES, DEFAULT_RELATED
+from kg.viz import DEFAULT_MAX_ENTITIES, DEFAULT_RELATED, write_viz
 
 
 @click.command()
@@ -45,8 +45,7 @@ def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, m
       kg viz examples/iclr2025-seed.txt --technique quantization -o quantization.html
       kg viz exports/ --paper p-32f6716951bc -o lotos.html
     """
-    from kg.pipeline import load_corpus
-    from kg.viz import write_viz
+    from kg.pipeline import load_corpus  # spaCy behind it: not for `kg viz --help`
 
     notices: list[str] = []
     corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),

@@ -24,14 +24,20 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from kg.analysis import TECHNIQUE_TYPES, shared
 from kg.errors import KgError
 from kg.model import Corpus, PaperResult
+from kg.viz.page import render_page
+from kg.viz.related import related_all
+
+# networkx (0.2 s) and numpy are imported where the map is built, not when kg.viz is
+# imported: `kg viz --help` imports this module.
 
 MAP_MIN_PAPERS = 300  # above this many papers the default page is the map
 DEFAULT_MAP_NODES = 300
 _SEED = 7
-_TECHNIQUE_TYPES = ("Technique", "Method")
 LAYER_TYPES = ("Task", "Model", "Dataset")
 _LAYER_NODES = 40  # per optional layer
 _EDGES_PER_NODE = 3  # strongest associations drawn per node
@@ -87,7 +93,6 @@ def _paper_url(result: PaperResult) -> str | None:
 # Ranking every paper's related papers grows with the square of the corpus (related_all: ~0.6 s
 # at 5,000 papers); above this size the panel points to `kg related` instead of precomputing.
 RELATED_MAX_PAPERS = 20_000
-_RELATED_BLOCK = 64  # papers related_all scores at once: (block × papers) cells stay in cache
 # Above that size, a technique's panel lists this many papers (the surest), and says how many
 # more `kg shared` would list: the evidence sentences of every use would make the file huge.
 LIST_MAX = 100
@@ -97,54 +102,118 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     """Techniques, their associations, clusters, layers and per-node paper lists.
 
     At most ``max_nodes`` techniques are kept (most papers first; each used by at least two
-    papers when there are enough of those).
+    papers when there are enough of those). The steps: choose the techniques and layers,
+    rank their associations and clusters, lay them out, then write the nodes, edges, clusters,
+    papers and facets.
     """
-    import networkx as nx
+    usage = Usage.of(corpus)
+    techniques = usage.top(corpus, TECHNIQUE_TYPES, max_nodes)
+    co, assoc = _associations(usage, techniques)
+    communities = _clusters(techniques, co, assoc, usage)
+    cluster_of = {e: k for k, c in enumerate(communities) for e in c}
+    kept = _thin(co, assoc)
+    pos = _technique_positions(techniques, kept, assoc, communities, cluster_of, usage)
+    # Optional layers sit near the techniques their papers use most.
+    layers = [e for t in LAYER_TYPES for e in usage.top(corpus, (t,), _LAYER_NODES)]
+    pos.update(_layer_positions(layers, usage, set(techniques), pos))
+    parts = _Parts(usage, frozenset(techniques), pos, cluster_of,
+                   {eid: i for i, eid in enumerate(techniques + layers)},
+                   {r.paper.id: i for i, r in enumerate(usage.results)},
+                   _facets(usage.results))
+    view = MapView(title=f"Technique map of {len(usage.results):,} papers")
+    sentences: dict[int, dict[str, int]] = defaultdict(dict)
+    view.nodes = [_node(corpus, eid, parts, sentences) for eid in techniques + layers]
+    view.edges = [{"from": parts.index_of[a], "to": parts.index_of[b],
+                   "w": round(assoc[(a, b)], 3), "n": co[(a, b)]} for a, b in sorted(kept)]
+    view.clusters = _cluster_rows(corpus, communities, parts)
+    view.papers = _paper_rows(corpus, parts, sentences)
+    view.facets = [{"name": f["name"], "values": f["values"],
+                    "totals": [sum(1 for v in f["of"] if v == value) for value in f["values"]],
+                    "colors": [FACET_COLORS[j % len(FACET_COLORS)]
+                               for j in range(len(f["values"]))]}
+                   for f in parts.facets]
+    left = len([e for e in usage.used if corpus.entities[e].type in TECHNIQUE_TYPES]
+               ) - len(techniques)
+    if left > 0:
+        view.notice = (f"The map shows the {len(techniques):,} techniques used by the most "
+                       f"papers; {left:,} rarer ones are searchable through their papers.")
+    return view
 
-    from kg.analysis import shared
 
-    results = list(corpus)
-    n_papers = len(results)
-    entities = corpus.entities
-    # PaperResult.used_ids is recomputed on every access; the map reads it ~80,000 times.
-    used_ids = [r.used_ids for r in results]
-    used_sets = [set(ids) for ids in used_ids]
-    used: dict[str, set[int]] = defaultdict(set)
-    for i, ids in enumerate(used_sets):
-        for eid in ids:
-            used[eid].add(i)
+@dataclass(frozen=True)
+class Usage:
+    """Which papers use which entity: ``used[eid]`` holds the indices of its papers."""
 
-    def top(types: tuple[str, ...], limit: int) -> list[str]:
+    results: list[PaperResult]
+    used_ids: list[tuple[str, ...]]  # per paper, in mention order
+    used_sets: list[set[str]]
+    used: dict[str, set[int]]
+
+    @classmethod
+    def of(cls, corpus: Corpus) -> Usage:
+        results = list(corpus)
+        # PaperResult.used_ids is recomputed on every access; the map reads it ~80,000 times.
+        used_ids = [r.used_ids for r in results]
+        used_sets = [set(ids) for ids in used_ids]
+        used: dict[str, set[int]] = defaultdict(set)
+        for i, ids in enumerate(used_sets):
+            for eid in ids:
+                used[eid].add(i)
+        return cls(results, used_ids, used_sets, used)
+
+    def top(self, corpus: Corpus, types: tuple[str, ...], limit: int) -> list[str]:
+        """The ``limit`` entities of ``types`` most papers use (those of two papers or more
+        when there are enough of them)."""
+        entities, used = corpus.entities, self.used
         ranked = sorted((eid for eid in used if entities[eid].type in types),
                         key=lambda e: (-len(used[e]), entities[e].name.casefold(), e))
         shared_ones = [e for e in ranked if len(used[e]) >= 2]
         return (shared_ones if len(shared_ones) >= min(limit, 10) else ranked)[:limit]
 
-    techniques = top(_TECHNIQUE_TYPES, max_nodes)
+
+class _Parts(NamedTuple):
+    """What the map's node, cluster and paper rows are written from."""
+
+    usage: Usage
+    tech_set: frozenset[str]
+    pos: dict[str, tuple[float, float]]  # techniques and layer entities
+    cluster_of: dict[str, int]
+    index_of: dict[str, int]  # entity -> node index
+    order: dict[str, int]  # paper id -> paper index
+    facets: list[dict]
+
+
+def _associations(usage: Usage, techniques: list[str]
+                  ) -> tuple[Counter[tuple[str, str]], dict[tuple[str, str], float]]:
+    """Co-use counts of the kept techniques, and each pair's Jaccard index."""
     tech_set = set(techniques)
-    # Co-use counts among the kept techniques.
     co: Counter[tuple[str, str]] = Counter()
-    for ids in used_sets:
+    for ids in usage.used_sets:
         ids = sorted(ids & tech_set)
         for a_i, a in enumerate(ids):
             for b in ids[a_i + 1:]:
                 co[(a, b)] += 1
+    used = usage.used
+    return co, {(a, b): c / (len(used[a]) + len(used[b]) - c) for (a, b), c in co.items()}
 
-    def jaccard(a: str, b: str, c: int) -> float:
-        return c / (len(used[a]) + len(used[b]) - c)
 
-    assoc = {pair: jaccard(*pair, c) for pair, c in co.items()}
-    # Louvain on every association (two or more shared papers), fixed seed.
+def _clusters(techniques: list[str], co: Counter[tuple[str, str]],
+              assoc: dict[tuple[str, str], float], usage: Usage) -> list[list[str]]:
+    """Louvain on every association (two or more shared papers), fixed seed; biggest first."""
+    import networkx as nx
+
     full = nx.Graph()
     full.add_nodes_from(techniques)
     full.add_weighted_edges_from((a, b, w) for (a, b), w in sorted(assoc.items())
                                  if co[(a, b)] >= 2)
     communities = nx.community.louvain_communities(full, weight="weight", seed=_SEED)
-    communities = sorted((sorted(c) for c in communities),
-                         key=lambda c: (-sum(len(used[e]) for e in c), c[0]))
-    cluster_of = {e: k for k, c in enumerate(communities) for e in c}
+    return sorted((sorted(c) for c in communities),
+                  key=lambda c: (-sum(len(usage.used[e]) for e in c), c[0]))
 
-    # Thinned edges: each node's strongest few (shared by ≥ 2 papers), drawn and laid out.
+
+def _thin(co: Counter[tuple[str, str]], assoc: dict[tuple[str, str], float]
+          ) -> set[tuple[str, str]]:
+    """The edges drawn and laid out: each node's strongest few (shared by ≥ 2 papers)."""
     by_node: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for (a, b), w in assoc.items():
         if co[(a, b)] >= 2:
@@ -154,25 +223,34 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     for a, items in by_node.items():
         for _, b in sorted(items, key=lambda t: (-t[0], t[1]))[:_EDGES_PER_NODE]:
             kept.add((min(a, b), max(a, b)))
-    layout_graph = nx.Graph()
-    layout_graph.add_nodes_from(techniques)
+    return kept
+
+
+def _technique_positions(techniques: list[str], kept: set[tuple[str, str]],
+                         assoc: dict[tuple[str, str], float], communities: list[list[str]],
+                         cluster_of: dict[str, int], usage: Usage
+                         ) -> dict[str, tuple[float, float]]:
+    import networkx as nx
+
+    graph = nx.Graph()
+    graph.add_nodes_from(techniques)
     for a, b in sorted(kept):
         # Same-cluster pairs pull harder, so clusters read as regions.
         boost = 3.0 if cluster_of[a] == cluster_of[b] else 0.3
-        layout_graph.add_edge(a, b, weight=assoc[(a, b)] * boost + 0.05)
-    pos = _layout(layout_graph, communities,
-                  {e: 5 + 2.4 * math.sqrt(len(used[e])) for e in techniques})
+        graph.add_edge(a, b, weight=assoc[(a, b)] * boost + 0.05)
+    return place_techniques(graph, communities,
+                            {e: 5 + 2.4 * math.sqrt(len(usage.used[e])) for e in techniques})
 
-    # Optional layers sit near the techniques their papers use most.
-    layers: list[str] = []
-    for t in LAYER_TYPES:
-        layers += top((t,), _LAYER_NODES)
-    layer_pos: dict[str, tuple[float, float]] = {}
+
+def _layer_positions(layers: list[str], usage: Usage, tech_set: set[str],
+                     pos: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """Each layer entity beside the (up to three) techniques its papers use most."""
+    out: dict[str, tuple[float, float]] = {}
     crowd: Counter[tuple[int, int]] = Counter()
     for eid in layers:
         near: Counter[str] = Counter()
-        for i in used[eid]:
-            near.update(used_sets[i] & tech_set)
+        for i in usage.used[eid]:
+            near.update(usage.used_sets[i] & tech_set)
         anchors = [t for t, _ in sorted(near.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
         if anchors:
             x = sum(pos[a][0] for a in anchors) / len(anchors)
@@ -184,308 +262,109 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
         crowd[cell] += 1
         angle = k * 2.399963 + 0.7
         radius = 28 + 14 * math.sqrt(k)
-        layer_pos[eid] = (x + radius * math.cos(angle), y + radius * math.sin(angle))
+        out[eid] = (x + radius * math.cos(angle), y + radius * math.sin(angle))
+    return out
 
-    node_ids = techniques + layers
-    index_of = {eid: i for i, eid in enumerate(node_ids)}
-    view = MapView(title=f"Technique map of {n_papers:,} papers")
-    sentences: dict[int, dict[str, int]] = defaultdict(dict)
-    order = {r.paper.id: i for i, r in enumerate(results)}
 
-    def sentence_ref(i: int, text: str) -> int:
-        bank = sentences[i]
-        if text not in bank:
-            bank[text] = len(bank)
-        return bank[text]
+def _sentence_ref(sentences: dict[int, dict[str, int]], i: int, text: str) -> int:
+    """The index of ``text`` among paper ``i``'s quoted sentences (added if new)."""
+    bank = sentences[i]
+    if text not in bank:
+        bank[text] = len(bank)
+    return bank[text]
 
-    facet_specs = _facets(results)
-    for eid in node_ids:
-        e = entities[eid]
-        is_tech = eid in tech_set
-        node: dict = {"id": index_of[eid], "name": e.name, "type": e.type, "kg": eid,
-                      "n": len(used[eid]),
-                      "x": round((pos if is_tech else layer_pos)[eid][0]),
-                      "y": round((pos if is_tech else layer_pos)[eid][1]),
-                      "layer": "" if is_tech else e.type}
-        if e.aliases:
-            node["aliases"] = list(e.aliases)
-        if is_tech:
-            node["c"] = cluster_of[eid]
-        for facet in facet_specs:
-            counts = Counter(facet["of"][i] for i in used[eid] if facet["of"][i] is not None)
-            node.setdefault("f", {})[facet["name"]] = [counts.get(v, 0)
-                                                       for v in facet["values"]]
-        # The panel's papers are exactly `kg shared NAME` (users), and apart from them the
-        # papers `kg shared NAME --include-mentions` adds (they only mention it).
-        try:
-            uses = shared(corpus, e.name, include_mentions=True)
-        except KgError:
-            uses = []
-        use_rows, mention_rows = [], []
-        combined: Counter[int] = Counter()
-        for use in uses:
-            i = order[use.paper.id]
-            hit = [u for u in use.uses if u.used]
-            if hit:
-                u = hit[0]
-                use_rows.append([i, u.evidence.text, round(u.confidence, 2)])
-                for other in used_sets[i] & tech_set:
-                    if other not in {x.entity.id for x in use.uses}:
-                        combined[index_of[other]] += 1
-            else:
-                u = use.uses[0]
-                mention_rows.append([i, u.evidence.text, round(u.confidence, 2)])
-        for key, rows in (("uses", use_rows), ("mentions", mention_rows)):
-            if len(results) > RELATED_MAX_PAPERS and len(rows) > LIST_MAX:
-                # A very large corpus lists the surest uses; `kg shared` lists them all.
-                node[key + "Total"] = len(rows)
-                rows = sorted(sorted(rows, key=lambda r: (-r[2], r[0]))[:LIST_MAX])
-            node[key] = [[i, sentence_ref(i, text), conf] for i, text, conf in rows]
-        node["with"] = [[j, c] for j, c in sorted(combined.items(),
-                                                  key=lambda kv: (-kv[1], kv[0]))[:8]]
-        view.nodes.append(node)
 
-    for a, b in sorted(kept):
-        view.edges.append({"from": index_of[a], "to": index_of[b], "w": round(assoc[(a, b)], 3),
-                           "n": co[(a, b)]})
+def _node(corpus: Corpus, eid: str, parts: _Parts, sentences: dict[int, dict[str, int]]
+          ) -> dict:
+    """A technique or layer node with its facet counts and its panel's paper lists."""
+    e = corpus.entities[eid]
+    is_tech = eid in parts.tech_set
+    node: dict = {"id": parts.index_of[eid], "name": e.name, "type": e.type, "kg": eid,
+                  "n": len(parts.usage.used[eid]),
+                  "x": round(parts.pos[eid][0]), "y": round(parts.pos[eid][1]),
+                  "layer": "" if is_tech else e.type}
+    if e.aliases:
+        node["aliases"] = list(e.aliases)
+    if is_tech:
+        node["c"] = parts.cluster_of[eid]
+    for facet in parts.facets:
+        counts = Counter(facet["of"][i] for i in parts.usage.used[eid]
+                         if facet["of"][i] is not None)
+        node.setdefault("f", {})[facet["name"]] = [counts.get(v, 0) for v in facet["values"]]
+    node.update(_panel(corpus, e.name, parts, sentences))
+    return node
 
+
+def _panel(corpus: Corpus, name: str, parts: _Parts, sentences: dict[int, dict[str, int]]
+           ) -> dict:
+    """A node's panel: exactly the papers `kg shared NAME` lists (users), and apart from them
+    those `kg shared NAME --include-mentions` adds (they only mention it)."""
+    try:
+        uses = shared(corpus, name, include_mentions=True)
+    except KgError:
+        uses = []
+    use_rows, mention_rows = [], []
+    combined: Counter[int] = Counter()
+    for use in uses:
+        i = parts.order[use.paper.id]
+        hit = [u for u in use.uses if u.used]
+        u = hit[0] if hit else use.uses[0]
+        (use_rows if hit else mention_rows).append([i, u.evidence.text, round(u.confidence, 2)])
+        if hit:
+            named = {x.entity.id for x in use.uses}
+            combined.update(parts.index_of[other]
+                            for other in parts.usage.used_sets[i] & parts.tech_set
+                            if other not in named)
+    out: dict = {}
+    for key, rows in (("uses", use_rows), ("mentions", mention_rows)):
+        if len(parts.usage.results) > RELATED_MAX_PAPERS and len(rows) > LIST_MAX:
+            # A very large corpus lists the surest uses; `kg shared` lists them all.
+            out[key + "Total"] = len(rows)
+            rows = sorted(sorted(rows, key=lambda r: (-r[2], r[0]))[:LIST_MAX])
+        out[key] = [[i, _sentence_ref(sentences, i, text), conf] for i, text, conf in rows]
+    out["with"] = [[j, c] for j, c in sorted(combined.items(),
+                                             key=lambda kv: (-kv[1], kv[0]))[:8]]
+    return out
+
+
+def _cluster_rows(corpus: Corpus, communities: list[list[str]], parts: _Parts) -> list[dict]:
+    """Each cluster named by its biggest techniques, with its colour and members."""
+    entities, used = corpus.entities, parts.usage.used
+    rows = []
     for k, members in enumerate(communities):
         ranked = sorted(members, key=lambda e: (-len(used[e]), entities[e].name.casefold()))
         names = [entities[e].name for e in ranked[:3]]
-        view.clusters.append({
+        rows.append({
             "id": k, "label": " · ".join(names[:2]), "terms": names, "size": len(members),
             "papers": len(set().union(*(used[e] for e in members))),
             "color": CLUSTER_COLORS[k] if k < len(CLUSTER_COLORS) and len(members) > 1
             else OTHER_COLOR,
-            "members": [index_of[e] for e in ranked]})
+            "members": [parts.index_of[e] for e in ranked]})
+    return rows
 
-    # Every paper: metadata, its map techniques, the papers `kg related` ranks first.
+
+def _paper_rows(corpus: Corpus, parts: _Parts, sentences: dict[int, dict[str, int]]
+                ) -> list[dict]:
+    """Every paper: metadata, its map techniques, the papers `kg related` ranks first."""
+    results = parts.usage.results
     ranked = related_all(corpus, _RELATED) if len(results) <= RELATED_MAX_PAPERS else None
+    rows = []
     for i, r in enumerate(results):
         p = r.paper
-        row: dict = {"id": p.id, "t": p.title or p.label or p.id}
-        if p.venue:
-            row["v"] = p.venue
-        if p.year:
-            row["y"] = p.year
-        url = _paper_url(r)
-        if url:
-            row["u"] = url
-        row["k"] = [index_of[e] for e in dict.fromkeys(used_ids[i]) if e in index_of]
-        row["m"] = [index_of[e] for e in dict.fromkeys(r.entity_ids)
-                    if e in index_of and e not in used_sets[i]]
+        row: dict = {"id": p.id, "t": p.title or p.label or p.id, "v": p.venue, "y": p.year,
+                     "u": _paper_url(r)}
+        row = {k: v for k, v in row.items() if v}
+        row["k"] = [parts.index_of[e] for e in dict.fromkeys(parts.usage.used_ids[i])
+                    if e in parts.index_of]
+        row["m"] = [parts.index_of[e] for e in dict.fromkeys(r.entity_ids)
+                    if e in parts.index_of and e not in parts.usage.used_sets[i]]
         if ranked is not None:
-            row["r"] = [[order[q], round(score, 3), names[:4]]
+            row["r"] = [[parts.order[q], round(score, 3), names[:4]]
                         for q, score, names in ranked[p.id]]
-        bank = sentences.get(i)
-        if bank:
-            row["s"] = list(bank)
-        view.papers.append(row)
-    view.facets = [{"name": f["name"], "values": f["values"],
-                    "totals": [sum(1 for v in f["of"] if v == value) for value in f["values"]],
-                    "colors": [FACET_COLORS[j % len(FACET_COLORS)]
-                               for j in range(len(f["values"]))]}
-                   for f in facet_specs]
-    left = len([e for e in used if entities[e].type in _TECHNIQUE_TYPES]) - len(techniques)
-    if left > 0:
-        view.notice = (f"The map shows the {len(techniques):,} techniques used by the most "
-                       f"papers; {left:,} rarer ones are searchable through their papers.")
-    return view
-
-
-def related_all(corpus: Corpus, n: int) -> dict[str, list[tuple[str, float, list[str]]]]:
-    """For every paper, what ``kg related ID -n n`` lists: (paper id, score, shared names).
-
-    The ranking of ``kg.analysis.related`` — the same scores to the last bit, ties by paper
-    id, shared names best first — for all papers at once: one related() call costs ~2 ms,
-    and a conference's 5,000 of them took most of the time to write its map.
-
-    Papers are scored in blocks with numpy, over the same index. Per pair of papers, an upper
-    bound counts every shared feature and a lower bound only those both name directly (never
-    dropped); a pair whose upper bound is below a paper's n-th lower bound cannot rank. The
-    rest are scored as ``_shared_between`` scores them (an inherited concept broader than
-    another shared feature is dropped), and those that may tie at the n-th place are summed
-    again in related()'s order, so ties break alike.
-
-    >>> from kg.analysis import related
-    >>> from kg.pipeline import load_corpus
-    >>> corpus = load_corpus(["examples/iclr2025-seed.txt"])
-    >>> pid = corpus.results[0].paper.id
-    >>> related_all(corpus, 3)[pid] == [(r.paper.id, r.score, [s.name for s in r.shared])
-    ...                                 for r in related(corpus, pid, 3)]
-    True
-    """
-    import numpy as np
-
-    from kg.analysis import analysis_index
-
-    index = analysis_index(corpus)
-    pids = list(index.papers)
-    n_papers = len(pids)
-    out: dict[str, list[tuple[str, float, list[str]]]] = {pid: [] for pid in pids}
-    # Features that can link two papers: positive weight, two or more papers.
-    keys = [k for k, rows in index.factors.items() if len(rows) > 1 and index.weight(k) > 0]
-    if not keys or n < 1:
-        return out
-    row_of = {pid: i for i, pid in enumerate(pids)}
-    kid = {k: j for j, k in enumerate(keys)}
-    weight = np.array([index.weight(k) for k in keys])
-    names = [index.info[k][0] for k in keys]
-    name_rank = _rank(sorted(range(len(keys)), key=lambda j: (names[j].casefold(), keys[j])))
-    id_rank = _rank(sorted(range(n_papers), key=pids.__getitem__))
-    # Each feature's papers (CSR, corpus order): paper, factor, inherited. And the same
-    # entries sorted by (paper, feature) code, to look up one paper's factor of a feature.
-    post_len = np.array([len(index.factors[k]) for k in keys], dtype=np.intp)
-    post_ptr = np.concatenate([[0], np.cumsum(post_len)])
-    post_paper = np.array([row_of[p] for k in keys for p, _ in index.factors[k]],
-                          dtype=np.intp)
-    post_factor = np.array([f for k in keys for _, f in index.factors[k]])
-    post_inherited = np.array([bool(index.features[p][k].via) for k in keys
-                               for p, _ in index.factors[k]], dtype=bool)
-    code = post_paper * len(keys) + np.repeat(np.arange(len(keys)), post_len)
-    by_code = np.argsort(code, kind="stable")
-    code = code[by_code]
-    # Each paper's features (CSR) and, among them, which is broader than which.
-    f_kid: list[int] = []
-    f_factor: list[float] = []
-    f_inherited: list[bool] = []
-    f_len: list[int] = []
-    b_from: list[int] = []
-    b_to: list[int] = []
-    b_len: list[int] = []
-    for pid in pids:
-        own = [(k, f) for k, f in index.features[pid].items() if k in kid]
-        col = {k: c for c, (k, _) in enumerate(own)}
-        f_len.append(len(own))
-        b_len.append(0)
-        for c, (k, f) in enumerate(own):
-            f_kid.append(kid[k])
-            f_factor.append(f.factor)
-            f_inherited.append(bool(f.via))
-            for b in sorted(index.broader.get(k, frozenset()) & col.keys()):
-                b_from.append(c)
-                b_to.append(col[b])
-                b_len[-1] += 1
-    feat_kid = np.array(f_kid, dtype=np.intp)
-    feat_factor = np.array(f_factor)
-    feat_inherited = np.array(f_inherited, dtype=bool)
-    feat_len = np.array(f_len, dtype=np.intp)
-    feat_ptr = np.concatenate([[0], np.cumsum(feat_len)])
-    bro_from = np.array(b_from, dtype=np.intp)
-    bro_to = np.array(b_to, dtype=np.intp)
-    bro_len = np.array(b_len, dtype=np.intp)
-    bro_ptr = np.concatenate([[0], np.cumsum(bro_len)])
-    tol = 1e-9  # far above the rounding difference of two summation orders
-
-    for start in range(0, n_papers, _RELATED_BLOCK):
-        block = np.arange(start, min(start + _RELATED_BLOCK, n_papers))
-        size = len(block)
-        # Bounds for every (paper in block, other paper) cell, over every shared feature.
-        slots = _ranges(feat_ptr[block], feat_len[block])
-        slot_kid = feat_kid[slots]
-        ent = _ranges(post_ptr[slot_kid], post_len[slot_kid])
-        ent_slot = np.repeat(np.arange(len(slots)), post_len[slot_kid])
-        value = (np.minimum(post_factor[ent], feat_factor[slots][ent_slot])
-                 * weight[slot_kid][ent_slot])
-        cell = np.repeat(np.arange(size), feat_len[block])[ent_slot] * n_papers + post_paper[ent]
-        direct = ~(post_inherited[ent] | feat_inherited[slots][ent_slot])
-        upper = np.bincount(cell, value, size * n_papers)
-        lower = np.bincount(cell[direct], value[direct], size * n_papers)
-        itself = np.arange(size) * n_papers + block
-        upper[itself] = lower[itself] = 0.0
-        hit = np.flatnonzero(lower > 0)
-        floor = _nth_largest(hit // n_papers, lower[hit], size, n)
-        cand = np.flatnonzero((upper.reshape(size, n_papers) > 0)
-                              & (upper.reshape(size, n_papers) >= (floor - tol)[:, None]))
-        c_row, c_other = np.divmod(cand, n_papers)
-        c_paper = block[c_row]
-        # Exact terms per candidate pair and feature of the paper (a row of "terms").
-        t_len = feat_len[c_paper]
-        t_ptr = np.concatenate([[0], np.cumsum(t_len)])
-        t_slot = _ranges(feat_ptr[c_paper], t_len)
-        t_pair = np.repeat(np.arange(len(cand)), t_len)
-        t_kid = feat_kid[t_slot]
-        wanted = c_other[t_pair] * len(keys) + t_kid
-        at = np.minimum(np.searchsorted(code, wanted), len(code) - 1)
-        common = code[at] == wanted
-        entry = by_code[at]
-        pairs = _ranges(bro_ptr[c_paper], bro_len[c_paper])
-        p_pair = np.repeat(np.arange(len(cand)), bro_len[c_paper])
-        covered = np.bincount(t_ptr[p_pair] + bro_to[pairs],
-                              common[t_ptr[p_pair] + bro_from[pairs]], len(t_pair)) > 0
-        # An inherited concept (in either paper) broader than another shared key is dropped.
-        inherited = (common & post_inherited[entry]) | feat_inherited[t_slot]
-        keep = common & ~(covered & inherited)
-        terms = np.where(keep, np.minimum(np.where(common, post_factor[entry], 0.0),
-                                          feat_factor[t_slot]) * weight[t_kid], 0.0)
-        score = np.bincount(t_pair, terms, len(cand))
-        hit = np.flatnonzero(score > 0)
-        nth = _nth_largest(c_row[hit], score[hit], size, n)
-        near = (score > 0) & (score >= nth[c_row] - tol)
-        # related() sums a pair's weights largest first; one or two terms sum alike in any
-        # order, more are summed again that way so near-ties break as there.
-        for c in np.flatnonzero(near & (np.bincount(t_pair, keep, len(cand)) > 2)):
-            values = terms[t_ptr[c]:t_ptr[c + 1]]
-            score[c] = sum(sorted(values[values > 0].tolist(), reverse=True))
-        chosen = np.flatnonzero(near & (score > 1e-12))
-        chosen = chosen[np.lexsort((id_rank[c_other[chosen]], -score[chosen], c_row[chosen]))]
-        group = c_row[chosen]
-        chosen = chosen[np.arange(len(chosen)) - np.searchsorted(group, group) < n]
-        # The shared features of each chosen pair, named in related()'s order.
-        place = np.full(len(cand), -1, dtype=np.intp)
-        place[chosen] = np.arange(len(chosen))
-        named = _ranges(t_ptr[chosen], t_len[chosen])
-        named = named[keep[named]]
-        named = named[np.lexsort((name_rank[t_kid[named]], -terms[named], place[t_pair[named]]))]
-        counts = np.bincount(place[t_pair[named]], minlength=len(chosen)).tolist()
-        shared = [names[j] for j in t_kid[named].tolist()]
-        at = 0
-        for p, q, s, m in zip(c_paper[chosen].tolist(), c_other[chosen].tolist(),
-                              score[chosen].tolist(), counts, strict=True):
-            out[pids[p]].append((pids[q], s, shared[at:at + m]))
-            at += m
-    return out
-
-
-def _rank(order: list[int]):
-    """The inverse permutation: rank[order[i]] = i."""
-    import numpy as np
-
-    rank = np.empty(len(order), dtype=np.intp)
-    rank[order] = np.arange(len(order))
-    return rank
-
-
-def _ranges(starts, counts):
-    """The ranges [start, start + count) one after another, as one index array.
-
-    >>> _ranges([5, 0], [2, 3]).tolist()
-    [5, 6, 0, 1, 2]
-    """
-    import numpy as np
-
-    counts = np.asarray(counts, dtype=np.intp)
-    ends = np.cumsum(counts)
-    total = int(ends[-1]) if len(ends) else 0
-    return np.repeat(np.asarray(starts, dtype=np.intp) - ends + counts, counts) + np.arange(total)
-
-
-def _nth_largest(group, values, groups: int, n: int):
-    """Per group 0..groups-1, the n-th largest of its ``values`` (0.0 when it has fewer).
-
-    >>> import numpy as np
-    >>> _nth_largest(np.array([0, 0, 1, 0]), np.array([3.0, 1.0, 5.0, 2.0]), 2, 2).tolist()
-    [2.0, 0.0]
-    """
-    import numpy as np
-
-    order = np.lexsort((-values, group))
-    group, values = group[order], values[order]
-    first = np.searchsorted(group, np.arange(groups))
-    enough = np.searchsorted(group, np.arange(groups), side="right") - first >= n
-    out = np.zeros(groups)
-    out[enough] = values[first[enough] + n - 1]
-    return out
+        if sentences.get(i):
+            row["s"] = list(sentences[i])
+        rows.append(row)
+    return rows
 
 
 def _facets(results: list[PaperResult]) -> list[dict]:
@@ -501,8 +380,8 @@ def _facets(results: list[PaperResult]) -> list[dict]:
     return out
 
 
-def _layout(graph, communities: list[list[str]],
-            size: dict[str, float]) -> dict[str, tuple[float, float]]:
+def place_techniques(graph, communities: list[list[str]],
+                     size: dict[str, float]) -> dict[str, tuple[float, float]]:
     """Spring layout (fixed seed) of the connected core, started from cluster sectors; nodes
     outside it sit next to the node they share most with; then overlaps are pushed apart.
 
@@ -510,12 +389,25 @@ def _layout(graph, communities: list[list[str]],
     map into its centre, so only the largest component is simulated.
     """
     import networkx as nx
-    import numpy as np
 
-    n = len(graph)
-    if n == 0:
+    if len(graph) == 0:
         return {}
     core = max(nx.connected_components(graph), key=lambda c: (len(c), sorted(c)))
+    # In the graph's order: a subgraph view of under half the graph would iterate its node
+    # set, whose order (hence the bits of the layout) changes with PYTHONHASHSEED.
+    pos = _spring_core(graph, [e for e in graph if e in core], _cluster_sectors(communities))
+    xs = [float(p[0]) for p in pos.values()]
+    ys = [float(p[1]) for p in pos.values()]
+    cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
+    span = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
+    scale = 60 * math.sqrt(len(graph)) / span
+    out = {e: ((float(p[0]) - cx) * scale, (float(p[1]) - cy) * scale) for e, p in pos.items()}
+    _attach_rest(graph, out, size)
+    return _separate(out, size)
+
+
+def _cluster_sectors(communities: list[list[str]]) -> dict[str, tuple[float, float]]:
+    """Start positions: each cluster a golden-angle spiral around its own point of a spiral."""
     start: dict[str, tuple[float, float]] = {}
     for k, members in enumerate(communities):
         angle = k * 2.399963
@@ -525,21 +417,26 @@ def _layout(graph, communities: list[list[str]],
             r2 = 0.08 * math.sqrt(j)
             start[e] = (radius * math.cos(angle) + r2 * math.cos(a2),
                         radius * math.sin(angle) + r2 * math.sin(a2))
-    sub = graph.subgraph(sorted(core))
-    nodes = list(sub)
+    return start
+
+
+def _spring_core(graph, nodes: list[str], start: dict[str, tuple[float, float]]) -> dict:
+    """networkx's force layout of ``nodes`` (of ``graph``) from ``start``, rescaled to
+    [-1, 1]²."""
+    import networkx as nx
+    import numpy as np
+
     if len(nodes) == 1:
-        pos = {nodes[0]: (0.0, 0.0)}
-    else:
-        xy = _spring_force(nx.to_numpy_array(sub, weight="weight"),
-                           np.array([start[e] for e in nodes], dtype=float),
-                           k=2.0 / math.sqrt(len(sub)), iterations=150)
-        pos = dict(zip(nodes, nx.rescale_layout(xy, scale=1) + np.zeros(2), strict=True))
-    xs = [float(p[0]) for p in pos.values()]
-    ys = [float(p[1]) for p in pos.values()]
-    cx, cy = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
-    span = max(max(xs) - min(xs), max(ys) - min(ys), 1e-9)
-    scale = 60 * math.sqrt(n) / span
-    out = {e: ((float(p[0]) - cx) * scale, (float(p[1]) - cy) * scale) for e, p in pos.items()}
+        return {nodes[0]: (0.0, 0.0)}
+    xy = _spring_force(nx.to_numpy_array(graph.subgraph(nodes), nodelist=nodes, weight="weight"),
+                       np.array([start[e] for e in nodes], dtype=float),
+                       k=2.0 / math.sqrt(len(nodes)), iterations=150)
+    return dict(zip(nodes, nx.rescale_layout(xy, scale=1) + np.zeros(2), strict=True))
+
+
+def _attach_rest(graph, out: dict[str, tuple[float, float]], size: dict[str, float]) -> None:
+    """Each node outside the core beside its strongest placed neighbour (into ``out``), biggest
+    first; a node with none beside the biggest placed node."""
     crowd: Counter[str] = Counter()
     for e in sorted(graph, key=lambda e: (-size[e], e)):
         if e in out:
@@ -552,9 +449,18 @@ def _layout(graph, communities: list[list[str]],
         angle = k * 2.399963 + 0.5
         r = size[anchor] + size[e] + 18 + 10 * math.sqrt(k)
         out[e] = (out[anchor][0] + r * math.cos(angle), out[anchor][1] + r * math.sin(angle))
-    # Push overlapping discs apart (a few dozen rounds of pairwise separation). The pair
-    # matrices are indexed [j, i] (other, node) so that summing over axis 0 adds each node's
-    # pushes in j order, as the (n, n, 2) version this replaced did: the same bits, 5× faster.
+
+
+def _separate(out: dict[str, tuple[float, float]], size: dict[str, float]
+              ) -> dict[str, tuple[float, float]]:
+    """Push overlapping discs apart (a few dozen rounds of pairwise separation).
+
+    The pair matrices are indexed [j, i] (other, node) so that summing over axis 0 adds each
+    node's pushes in j order, as the (n, n, 2) version this replaced did: the same bits, 5×
+    faster.
+    """
+    import numpy as np
+
     names = sorted(out)
     x = np.array([out[e][0] for e in names], dtype=float)
     y = np.array([out[e][1] for e in names], dtype=float)
@@ -632,15 +538,6 @@ def _vis_options() -> dict:
 
 def render_map_html(view: MapView) -> str:
     """The map page as one HTML string: vis-network, styles, script and data inlined."""
-    import html as html_lib
-
-    from pyvis.network import Network
-
-    from kg.viz import _TEMPLATES, _inline_safe, _script_json, _vis_assets, app_script
-
-    net = Network(height="100%", width="100%", heading=view.title, cdn_resources="in_line")
-    net.set_template_dir(str(_TEMPLATES) + "/", "map.html")
-    vis_js, vis_css = _vis_assets()
     layer_counts = Counter(n["layer"] for n in view.nodes if n["layer"])
     payload = {
         "title": view.title, "view": view.view, "notice": view.notice, "nodes": view.nodes,
@@ -650,14 +547,4 @@ def render_map_html(view: MapView) -> str:
                    if layer_counts[t]],
         "layerColors": LAYER_COLORS, "sharedColor": SHARED_COLOR, "otherColor": OTHER_COLOR,
     }
-    css = ((_TEMPLATES / "viz.css").read_text(encoding="utf-8")
-           + (_TEMPLATES / "map.css").read_text(encoding="utf-8"))
-    net.templateEnv.globals.update(
-        page_title=html_lib.escape(f"kg — {view.title}"),
-        vis_js=_inline_safe(vis_js, "vis-network.min.js"),
-        vis_css=_inline_safe(vis_css, "vis-network.css"),
-        app_js=app_script("map.js"),
-        app_css=_inline_safe(css, "map.css"),
-        payload=_script_json(payload),
-    )
-    return net.generate_html(name="graph.html")
+    return render_page("map.html", view.title, "map.js", ("viz.css", "map.css"), payload)
