@@ -91,7 +91,11 @@ def service_error(exc: BaseException, conn: Connection) -> KgError:
 
 
 def first_line(exc: BaseException, limit: int = 200) -> str:
-    """The server's code and the first sentence of its message, for one-line errors."""
+    """The server's code and the first sentence of its message, for one-line errors.
+
+    >>> first_line(OSError("Connection refused. Is it running?"))
+    'Connection refused'
+    """
     text = (getattr(exc, "message", None) or str(exc) or "").strip()
     line = text.splitlines()[0] if text else type(exc).__name__
     sentence = line.split(". ")[0].rstrip(".")
@@ -102,7 +106,13 @@ def first_line(exc: BaseException, limit: int = 200) -> str:
 
 @contextlib.contextmanager
 def service_errors(conn: Connection) -> Iterator[None]:
-    """Driver and socket errors raised inside the block, as ``service_error`` says them."""
+    """Driver and socket errors raised inside the block, as ``service_error`` says them.
+
+    >>> with service_errors(Connection()):
+    ...     raise ConnectionRefusedError("Connection refused")
+    Traceback (most recent call last):
+    kg.errors.ServiceError: cannot reach Neo4j at bolt://127.0.0.1:7687 (Connection refused); ...
+    """
     import neo4j.exceptions as nx  # (lazy: the driver import is slow, see the module doc)
 
     try:
