@@ -30,7 +30,6 @@ from kg.neo4j import (
 )
 from kg.pipeline import load_corpus
 from kg.progress import Progress, step
-from kg.project import is_project, open_project
 from kg.text import shorten
 
 TABLE_CELL = 60  # characters of one cell in `kg cypher`'s table output
@@ -90,6 +89,9 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
       kg neo4j load examples/iclr2025-seed.txt --uri bolt://127.0.0.1:7687 --user neo4j
       NEO4J_PASSWORD=secret kg neo4j load exports/
     """
+    # kg.project here, not at the top: its import (about 50 ms) is not for `kg cypher`.
+    from kg.project import is_project, open_project
+
     tty = show_progress()
     if tty:
         step(f"connecting to Neo4j at {conn.uri}")
@@ -254,6 +256,8 @@ def export(inputs, ingest, strict, workers, fmt, output, shard_papers):
       kg export examples/iclr2025-seed.txt --format cypher
       kg export exports/ --format neo4j-admin -o exports/
     """
+    from kg.project import is_project  # (here: about 50 ms, not for `kg cypher`)
+
     check_writable(output)  # before the long part, not after it
     admin = output / "neo4j-admin"
     if fmt == "neo4j-admin" and len(inputs) == 1 and is_project(inputs[0]):
@@ -272,6 +276,8 @@ def export(inputs, ingest, strict, workers, fmt, output, shard_papers):
 
 
 def _export_project_admin(directory: str, admin: Path, shard_papers: int) -> None:
+    from kg.project import open_project  # (here: about 50 ms, not for `kg cypher`)
+
     project = open_project(directory)
     n_papers = len(project.manifest.papers) - len(project.manifest.failed)
     with contextlib.ExitStack() as stack:

@@ -4,6 +4,9 @@ This module is the one place in ``kg.neo4j`` that touches ``kg.project``'s priva
 (its cache, its resolution from the cache, its line index) and the byte layout of an
 extraction.jsonl line. Each function names the public ``Project`` method that replaces it;
 once those exist, the callers call them and this module goes.
+
+kg.project is imported inside the functions: its import (about 50 ms) would otherwise be
+paid by every importer of kg.neo4j, `kg cypher` included, which never opens a project.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from collections.abc import Iterator, Set
 
 from kg.model import Corpus
 from kg.neo4j.rows import chunks
-from kg.project import META, _Cache, _line_spans, _Resolved
 
 # The start of every line kg.io.write_jsonl writes: the paper's id is its first key.
 _LINE_START = '{"paper": {"id": '
@@ -27,6 +29,8 @@ def cached_batches(project, size: int) -> Iterator[Corpus]:
     To be replaced by ``Project.batches(size)`` (with ``Project.results(ids)`` for each
     group's results).
     """
+    from kg.project import META, _Cache, _Resolved
+
     with _Cache(project.root / META / "cache.sqlite", readonly=True) as cache:
         resolved = _Resolved(cache, project.manifest.papers, {})
         mentioned: set[str] = set()
@@ -47,6 +51,8 @@ def paper_lines(project, wanted: Set[str]) -> list[str]:
 
     To be replaced by ``Project.lines(ids)``.
     """
+    from kg.project import _line_spans
+
     decoder = json.JSONDecoder()
     lines = []
     spans = _line_spans(project.generation, project.manifest) if wanted else {}
