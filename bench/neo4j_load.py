@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+from kg import project
 from kg.io import read_jsonl, write_jsonl
-from kg.neo4j_store import (
+from kg.neo4j import (
     Connection,
     connect,
     corpus_counts,
@@ -37,7 +38,7 @@ from kg.neo4j_store import (
     load,
     load_project,
 )
-from kg.pipeline import run
+from kg.pipeline import read_papers, run
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ("ICLR_cc_2024_Conference.tsv", "ICML_cc_2024_Conference.tsv")
@@ -93,9 +94,6 @@ def bench_full(args, conn) -> int:
 
 
 def get_project(corpora: Path, workers: int):
-    from kg import project
-    from kg.pipeline import read_papers
-
     paths = [corpora / "openreview-2024" / name for name in FILES]
     papers = sorted(read_papers(paths)[0], key=lambda p: p.id)
     if not project.is_project(PROJECT):
@@ -119,8 +117,6 @@ def cli_load(conn) -> tuple[float, str]:
 
 
 def bench_delta(args, conn) -> int:
-    from kg import project
-
     papers = get_project(args.corpora, args.workers)
     step = max(1, len(papers) // args.papers)
     chosen = papers[::step][:args.papers]  # spread over the id order

@@ -227,11 +227,11 @@ def _remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> Non
             target.unlink()
     admin = out_dir / ADMIN_DIR
     if admin.is_dir() and not admin.is_symlink():
-        from kg.neo4j_store import ADMIN_FILES, ADMIN_NAME
+        from kg.neo4j import ADMIN_FILES, ADMIN_NAME
 
         for name in (*ADMIN_FILES, "import.sh"):
             (admin / name).unlink(missing_ok=True)
-        # A project's sharded export (kg.neo4j_store.write_admin_shards): stem.header.csv
+        # A project's sharded export (kg.neo4j.write_admin_shards): stem.header.csv
         # and stem-NNNNNN.csv of each table.
         for path in admin.glob("*.csv"):
             if ADMIN_NAME.match(path.name) and not path.is_symlink():

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from kg.errors import ServiceError
+from kg.neo4j import Connection, connect
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,9 +32,6 @@ def _unavailable(reason: str):
 @pytest.fixture(scope="session")
 def neo4j_conn():
     """The test server's Connection, verified reachable with the given credentials."""
-    from kg.errors import ServiceError
-    from kg.neo4j_store import Connection, connect
-
     if not os.environ.get("NEO4J_URI"):
         _unavailable("NEO4J_URI is not set")
     conn = Connection.from_env()
@@ -44,8 +44,6 @@ def neo4j_conn():
 
 @pytest.fixture(scope="session")
 def neo4j_driver(neo4j_conn):
-    from kg.neo4j_store import connect
-
     driver = connect(neo4j_conn)
     yield driver
     driver.close()

@@ -18,26 +18,19 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SEED
 
+from kg import project as kg_project
 from kg.errors import InputError
-from kg.neo4j_store import (
-    ADMIN_FILES,
-    ADMIN_HEADERS,
-    SHARDED,
-    write_admin_csvs,
-    write_admin_shards,
-    write_project_admin_csvs,
-)
+from kg.neo4j import write_admin_csvs, write_admin_shards, write_project_admin_csvs
+from kg.neo4j.admin import ADMIN_FILES, ADMIN_HEADERS, SHARDED, jsonl_batches
+from kg.pipeline import read_papers
 from kg.project import open_project
 
 
 @pytest.fixture(scope="module")
 def seed_project(tmp_path_factory) -> Path:
     """The demo corpus as a `kg build` project (extraction.jsonl written)."""
-    from kg import project
-    from kg.pipeline import read_papers
-
     out = tmp_path_factory.mktemp("project")
-    project.build(out, read_papers([SEED])[0], formats=["jsonl", "nt"])
+    kg_project.build(out, read_papers([SEED])[0], formats=["jsonl", "nt"])
     return out
 
 
@@ -103,9 +96,6 @@ def test_each_entity_goes_in_the_shard_of_the_first_paper_using_it(seed_project,
 
 
 def test_a_project_without_extraction_jsonl_is_read_from_its_cache(seed_project, tmp_path):
-    from kg import project as kg_project
-    from kg.pipeline import read_papers
-
     nt_only = tmp_path / "nt-only"
     kg_project.build(nt_only, read_papers([SEED])[0], formats=["nt"])
     assert "extraction.jsonl" not in open_project(nt_only).manifest.written
@@ -148,8 +138,6 @@ def test_kg_export_of_a_project_writes_shards_byte_identically_and_removes_stale
 
 def test_a_bad_line_is_refused_naming_the_file_and_its_line_not_the_batch(seed_project,
                                                                          tmp_path):
-    from kg.neo4j_store import _jsonl_batches
-
     lines = (open_project(seed_project).generation / "extraction.jsonl").read_text(
         encoding="utf-8").splitlines(keepends=True)
     lines[12] = lines[12].replace('"predicate": "', '"predicate": "inspired', 1)
@@ -157,7 +145,7 @@ def test_a_bad_line_is_refused_naming_the_file_and_its_line_not_the_batch(seed_p
     bad.write_text("".join(lines), encoding="utf-8")
     write_project_admin_csvs(open_project(seed_project), tmp_path / "out")
     with pytest.raises(InputError, match=rf"^{re.escape(str(bad))}:13: unknown predicate"):
-        write_admin_shards(_jsonl_batches(bad, 5), tmp_path / "out")
+        write_admin_shards(jsonl_batches(bad, 5), tmp_path / "out")
     # The shards of the batches before it are new, those after it old: no import.sh now.
     assert not (tmp_path / "out" / "import.sh").exists()
 
@@ -194,11 +182,8 @@ def test_the_real_neo4j_admin_import_of_the_shards_matches_the_single_files(seed
 
 
 def test_a_rebuild_of_the_project_removes_shards_exported_into_it(tmp_path):
-    from kg import project
-    from kg.pipeline import read_papers
-
     papers = read_papers([SEED])[0]
-    project.build(tmp_path, papers[:10], formats=["jsonl"])
+    kg_project.build(tmp_path, papers[:10], formats=["jsonl"])
     done = subprocess.run([sys.executable, "-m", "kg", "export", str(tmp_path), "--format",
                            "neo4j-admin", "-o", str(tmp_path), "--shard-papers", "4"],
                           capture_output=True, text=True, check=False)
@@ -207,5 +192,5 @@ def test_a_rebuild_of_the_project_removes_shards_exported_into_it(tmp_path):
     assert (admin / "papers-000003.csv").is_file()
     (admin / "papers-mine.csv").write_text("mine", encoding="utf-8")
     # The export described the 10-paper project; once it holds 19 papers the shards are stale.
-    project.build(tmp_path, papers, formats=["jsonl"])
+    kg_project.build(tmp_path, papers, formats=["jsonl"])
     assert sorted(p.name for p in admin.iterdir()) == ["papers-mine.csv"]

@@ -106,7 +106,7 @@ def test_neo4j_load_refuses_the_bad_file_with_exit_2(neo4j_conn, good_jsonl, tmp
 
 def test_the_neo4j_loader_refuses_an_unknown_predicate_in_a_corpus_built_in_code(tmp_path):
     from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
-    from kg.neo4j_store import plan_batches, write_admin_csvs
+    from kg.neo4j import plan_batches, write_admin_csvs
 
     paper = Paper(id="p1", abstract="We use magic.")
     entity = Entity("technique/magic", "Technique", "magic")

@@ -26,7 +26,7 @@ def test_docstring_examples_run(name, monkeypatch):
     assert result.failed == 0
 
 
-@pytest.mark.parametrize("name", ["kg.analysis", "kg.viz", "kg.neo4j_store", "kg.text"])
+@pytest.mark.parametrize("name", ["kg.analysis", "kg.viz", "kg.neo4j.admin", "kg.text"])
 def test_modules_that_once_had_silent_examples_now_run_them(name, monkeypatch):
     monkeypatch.chdir(ROOT)
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)

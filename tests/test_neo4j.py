@@ -11,13 +11,15 @@ import pytest
 pytest.register_assert_rewrite("neo4j_fixtures")
 
 from conftest import DATA, SEED, paper_with  # noqa: E402
-from neo4j_fixtures import free_port, neo4j_env, run_kg, wipe  # noqa: E402
+from neo4j_fixtures import ROOT, free_port, neo4j_env, run_kg, wipe  # noqa: E402
 
 from kg.errors import ServiceError  # noqa: E402
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span  # noqa: E402
-from kg.neo4j_store import (  # noqa: E402
+from kg.neo4j import (  # noqa: E402
     ADMIN_FILES,
+    REL_TYPES,
     Connection,
+    concept_rows,
     connect,
     corpus_counts,
     graph_counts,
@@ -26,6 +28,8 @@ from kg.neo4j_store import (  # noqa: E402
     write_admin_csvs,
     write_cypher_script,
 )
+from kg.pipeline import load_corpus  # noqa: E402
+from kg.rdf import corpus_to_graph  # noqa: E402
 
 SECOND = DATA / "neo4j" / "second-corpus.txt"
 pytest_plugins = ["neo4j_fixtures"]  # neo4j_conn, neo4j_driver, neo4j_db
@@ -54,8 +58,6 @@ def test_loaded_counts_equal_the_corpus_and_the_rdf_graph(neo4j_db, seed_corpus)
     assert total_relationships(session) == report.relations + has_concept + broader
 
     # The RDF graph is built from the same Corpus by kg.rdf: its counts must agree too.
-    from kg.rdf import corpus_to_graph
-
     graph = corpus_to_graph(seed_corpus)
     kg_ns = "https://w3id.org/mlkg/ontology#"
 
@@ -86,8 +88,6 @@ def test_reloading_the_same_corpus_creates_no_duplicates(neo4j_db, seed_corpus):
 
 @pytest.mark.neo4j
 def test_a_second_corpus_adds_its_papers_and_merges_shared_entities(neo4j_db, seed_corpus):
-    from kg.pipeline import load_corpus
-
     session, conn = neo4j_db
     second = load_corpus([SECOND])
     load(seed_corpus, conn)
@@ -299,8 +299,6 @@ def test_neo4j_admin_csvs_have_well_formed_headers_and_consistent_ids(seed_corpu
             assert row[0] in ids[start["space"]] and row[1] in ids[end["space"]], row[:3]
             types[row[2]] = types.get(row[2], 0) + 1
     expected = corpus_counts(seed_corpus)["relations"]
-    from kg.neo4j_store import REL_TYPES
-
     assert {t: n for t, n in types.items() if t not in ("HAS_CONCEPT", "BROADER")} == {
         REL_TYPES[p]: n for p, n in expected.items()}
     assert types["HAS_CONCEPT"] == sum(1 for e in seed_corpus.entities.values() if e.concept)
@@ -325,8 +323,6 @@ def test_the_real_neo4j_admin_import_accepts_the_csvs(seed_corpus, tmp_path):
     import os
     import subprocess
 
-    from neo4j_fixtures import ROOT
-
     if not (ROOT / "scripts" / "neo4j-harness" / "target" / "classpath.txt").is_file():
         reason = "the Neo4j tools are not fetched (scripts/neo4j-test-server fetch)"
         if os.environ.get("KG_REQUIRE_SERVICES") == "1":
@@ -340,8 +336,6 @@ def test_the_real_neo4j_admin_import_accepts_the_csvs(seed_corpus, tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     match = re.search(r"Imported:\s+(\d+) nodes\s+(\d+) relationships", done.stdout)
     assert match, done.stdout[-2000:]
-    from kg.neo4j_store import concept_rows
-
     concepts, broader = concept_rows(seed_corpus)
     has_concept = sum(1 for e in seed_corpus.entities.values() if e.concept)
     relations = sum(len(r.relations) for r in seed_corpus.results)

@@ -15,9 +15,7 @@ from neo4j_fixtures import neo4j_env, run_kg, wipe  # noqa: E402
 
 from kg import project  # noqa: E402
 from kg.errors import ServiceError  # noqa: E402
-from kg.neo4j_store import (  # noqa: E402
-    LOADS_FILE,
-    SET_ENTITY,
+from kg.neo4j import (  # noqa: E402
     Connection,
     corpus_counts,
     graph_counts,
@@ -25,6 +23,7 @@ from kg.neo4j_store import (  # noqa: E402
     load_project,
     read_loads,
 )
+from kg.neo4j.delta import LOADS_FILE, SET_ENTITY, delta_corpus  # noqa: E402
 from kg.pipeline import read_papers  # noqa: E402
 
 pytest_plugins = ["neo4j_fixtures"]
@@ -265,8 +264,6 @@ def test_the_cli_loads_a_project_then_its_deltas(neo4j_db, seed_papers, tmp_path
 def test_a_delta_reads_its_papers_lines_by_the_line_index_or_by_a_scan(tmp_path, seed_papers):
     """The changed papers' lines are read at the offsets lines.idx gives; where the index does
     not fit the file (a damaged one here) the file is scanned instead, to the same corpus."""
-    from kg.neo4j_store import delta_corpus
-
     out = tmp_path / "p"
     project.build(out, seed_papers[:8], formats=["jsonl"])
     project.add(out, seed_papers[8:])

@@ -17,7 +17,8 @@ from conftest import ROOT, paper_with  # noqa: E402
 from neo4j_fixtures import neo4j_env, run_kg, wipe  # noqa: E402
 
 from kg.errors import QueryError  # noqa: E402
-from kg.neo4j_store import bind_params, load, query_params, run_query  # noqa: E402
+from kg.neo4j import bind_params, load, query_params, run_query  # noqa: E402
+from kg.pipeline import load_corpus  # noqa: E402
 
 pytest_plugins = ["neo4j_fixtures"]
 pytestmark = pytest.mark.neo4j
@@ -155,8 +156,6 @@ def test_proposed_methods_are_listed_with_their_proposers(demo_graph, ids):
 
 def test_a_later_paper_that_uses_lotos_shows_up_as_its_user(
         demo_graph, neo4j_conn, neo4j_driver, seed_corpus, ids):
-    from kg.pipeline import load_corpus
-
     load(load_corpus([USES_LOTOS]), neo4j_conn)  # an extraction JSONL as the second corpus
     try:
         (row,) = demo_graph("proposed-and-used", method="LOTOS")

@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import ROOT, SEED
 
-from kg.neo4j_store import SCHEMA, write_admin_csvs
+from kg.neo4j import SCHEMA, write_admin_csvs
 
 
 def _kg(*args: str) -> None:

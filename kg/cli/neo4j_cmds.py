@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import io
@@ -12,7 +13,23 @@ from pathlib import Path
 import click
 
 from kg.cli.common import input_options, report_skips, show_progress
+from kg.data import data_dir
 from kg.errors import QueryError
+from kg.exports import check_writable
+from kg.neo4j import (
+    Connection,
+    bind_params,
+    connect,
+    load,
+    load_project,
+    run_query,
+    service_error,
+    write_admin_csvs,
+    write_cypher_script,
+    write_project_admin_csvs,
+)
+from kg.pipeline import load_corpus
+from kg.progress import Progress, step
 from kg.text import shorten
 
 TABLE_CELL = 60  # characters of one cell in `kg cypher`'s table output
@@ -32,9 +49,6 @@ def connection_options(func: Callable) -> Callable:
     ]
 
     def wrapper(**kwargs):
-        from kg.neo4j_store import Connection
-
-        _import_driver()
         kwargs["conn"] = Connection(kwargs.pop("uri"), kwargs.pop("user"),
                                     kwargs.pop("password"), kwargs.pop("database"))
         return func(**kwargs)
@@ -43,24 +57,6 @@ def connection_options(func: Callable) -> Callable:
     for decorator in reversed(decorators):
         wrapper = decorator(wrapper)
     return wrapper
-
-
-def _import_driver() -> None:
-    """Import the neo4j driver without its optional numpy support, in this command's process.
-
-    The driver imports numpy when it is installed (spaCy installs it) for vector and
-    DataFrame values kg never sends: 55 ms of the 0.19 s every `kg neo4j` / `kg cypher`
-    command spent importing it, a tenth of a 50-paper `kg neo4j load` delta.
-    """
-    import sys
-
-    if "neo4j" in sys.modules or "numpy" in sys.modules:
-        return
-    sys.modules["numpy"] = None  # `import numpy` raises ImportError: the driver goes without
-    try:
-        import neo4j  # noqa: F401
-    finally:
-        del sys.modules["numpy"]
 
 
 @click.group()
@@ -93,16 +89,11 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
       kg neo4j load examples/iclr2025-seed.txt --uri bolt://127.0.0.1:7687 --user neo4j
       NEO4J_PASSWORD=secret kg neo4j load exports/
     """
-    import contextlib
-
-    from kg.neo4j_store import connect, load, load_project
-    from kg.pipeline import load_corpus
+    # kg.project here, not at the top: its import (about 50 ms) is not for `kg cypher`.
     from kg.project import is_project, open_project
 
     tty = show_progress()
     if tty:
-        from kg.progress import Progress, step
-
         step(f"connecting to Neo4j at {conn.uri}")
     # Server and password are checked before the (long) reading and extraction, not after.
     driver = connect(conn)
@@ -143,8 +134,6 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
 
 def resolve_query_file(name: str) -> Path:
     """A path, or the name of a saved query in cypher/ (with or without ``.cypher``)."""
-    from kg.data import data_dir
-
     path = Path(name)
     if path.is_file():
         return path
@@ -219,10 +208,9 @@ def cypher(query_file, params, fmt, write, conn):
       kg cypher papers-sharing-technique --param technique=quantization
       kg cypher cypher/related-papers.cypher --param paper=p-05c5fc60b666 --format json
     """
+    # The driver itself only here, where a query runs: its import takes 0.2 s of CPU.
     import neo4j as driver_pkg
     import neo4j.exceptions as nx
-
-    from kg.neo4j_store import bind_params, connect, run_query, service_error
 
     path = resolve_query_file(query_file)
     text = path.read_text(encoding="utf-8")
@@ -268,10 +256,7 @@ def export(inputs, ingest, strict, workers, fmt, output, shard_papers):
       kg export examples/iclr2025-seed.txt --format cypher
       kg export exports/ --format neo4j-admin -o exports/
     """
-    from kg.exports import check_writable
-    from kg.neo4j_store import write_admin_csvs, write_cypher_script
-    from kg.pipeline import load_corpus
-    from kg.project import is_project
+    from kg.project import is_project  # (here: about 50 ms, not for `kg cypher`)
 
     check_writable(output)  # before the long part, not after it
     admin = output / "neo4j-admin"
@@ -291,18 +276,13 @@ def export(inputs, ingest, strict, workers, fmt, output, shard_papers):
 
 
 def _export_project_admin(directory: str, admin: Path, shard_papers: int) -> None:
-    import contextlib
-
-    from kg.neo4j_store import write_project_admin_csvs
-    from kg.project import open_project
+    from kg.project import open_project  # (here: about 50 ms, not for `kg cypher`)
 
     project = open_project(directory)
     n_papers = len(project.manifest.papers) - len(project.manifest.failed)
     with contextlib.ExitStack() as stack:
         on_batch = None
         if show_progress():
-            from kg.progress import Progress
-
             on_batch = stack.enter_context(Progress(n_papers, "writing neo4j-admin CSVs")).update
         paths = write_project_admin_csvs(project, admin, papers_per_shard=shard_papers,
                                          on_batch=on_batch)
