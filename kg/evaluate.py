@@ -323,13 +323,14 @@ def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
 
 
 def evaluate(path: Path, corpora: Path | None = None,
-             context: Sequence[str | Path] = ()) -> Report:
+             context: Sequence[str | Path] = (), model: str | None = None) -> Report:
     """Load the gold file, run the pipeline on its papers, and score.
 
     ``context`` inputs (e.g. the whole conference files the gold papers come from) are
     extracted in the same run, as a user would build them, so corpus-level steps see the whole
     corpus; only the gold papers are scored (a context paper with a gold paper's text is
-    dropped, so no paper is extracted twice).
+    dropped, so no paper is extracted twice). ``model`` ("kg-span") adds the trained span
+    model's candidates to the rules'.
 
     >>> report = evaluate(Path("tests/data/seed-gold.jsonl"))
     >>> report.overall.precision > 0.5 and report.overall.recall > 0.5
@@ -345,7 +346,8 @@ def evaluate(path: Path, corpora: Path | None = None,
         seen = {g.paper.abstract for g in gold}
         papers += [p for p in read_inputs(list(context), IngestOptions()).papers
                    if p.abstract.strip() not in seen]
-    extractions = extract_all(papers, workers=2 if len(papers) > 200 else 1)
+    extractions = extract_all(papers, workers=2 if len(papers) > 200 else 1,
+                              trained_model=model)
     corpus = resolve(extractions)
     gold_results = Corpus(corpus.results[:len(gold)], corpus.entities)
     return score(gold, gold_results)

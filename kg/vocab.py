@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kg.errors import KgError, VocabularyError
+from kg.labels import LabelIndex
 from kg.model import ENTITY_TYPES, Concept
 
 BASE = "https://w3id.org/mlkg/"
@@ -72,10 +73,8 @@ class Vocabulary:
         return {k: tuple(sorted(v)) for k, v in children.items()}
 
     @functools.cached_property
-    def label_index(self):
+    def label_index(self) -> LabelIndex:
         """The matcher's label index, built once (the extractor and resolver share it)."""
-        from kg.extract import LabelIndex  # the matching rules (case, acronyms) live there
-
         return LabelIndex(self)
 
     def __getstate__(self) -> dict:
@@ -111,6 +110,22 @@ class Vocabulary:
             if nxt not in out and nxt != iri:
                 out.append(nxt)
                 frontier.extend(self.concepts[nxt].broader if nxt in self.concepts else ())
+        return out
+
+    def closure(self, concepts: Iterable[str]) -> set[str]:
+        """The concepts plus all their ancestors (the ones a graph must describe to roll
+        facts up the hierarchy); an IRI the vocabulary does not hold is kept as given.
+
+        >>> vocab = load_vocabulary()
+        >>> kv = vocab.by_label("Technique", "KV cache")
+        >>> sorted(vocab.concepts[c].pref_label for c in vocab.closure([kv]))[:3]
+        ['KV cache', 'caching', 'computational efficiency']
+        """
+        out: set[str] = set()
+        for iri in concepts:
+            if iri not in out:
+                out.add(iri)
+                out.update(self.ancestors(iri))
         return out
 
     def descendants(self, iri: str) -> list[str]:

@@ -22,18 +22,21 @@ The word lists all rules share live in ``words``, the text helpers in ``text``.
 """
 
 from kg.extract.extractor import Extractor, relabel
-from kg.extract.text import (
-    clean_text,
-    is_acronym_like,
-    label_key,
-    match_key,
-    sentence_offsets,
-    singular,
-    singular_phrase,
-)
-from kg.extract.vocabulary import LabelIndex
+from kg.extract.text import clean_text, match_key, sentence_offsets, singular, singular_phrase
+from kg.labels import LabelIndex, is_acronym_like, label_key
+
+
+def pipeline(vocab=None, model: str = "none"):
+    """kg's extractor as a spaCy ``Language`` (see ``kg.extract.components``).
+
+    Imports spaCy (0.5 s) only when called: kg.extract is read by commands that never extract.
+    """
+    from kg.extract.components import pipeline as build
+
+    return build(vocab, model)
+
 
 __all__ = [
     "Extractor", "LabelIndex", "clean_text", "is_acronym_like", "label_key", "match_key",
-    "relabel", "sentence_offsets", "singular", "singular_phrase",
+    "pipeline", "relabel", "sentence_offsets", "singular", "singular_phrase",
 ]

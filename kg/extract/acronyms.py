@@ -13,8 +13,7 @@ import re
 from collections.abc import Sequence
 
 from kg.extract.document import Document
-from kg.extract.text import is_acronym_like, singular, singular_phrase
-from kg.extract.vocabulary import LabelIndex, _Label
+from kg.extract.text import singular, singular_phrase
 from kg.extract.words import (
     ACRONYM_PAREN,
     GENERIC_HEADS,
@@ -22,6 +21,7 @@ from kg.extract.words import (
     PROPOSE_WORD,
     WORD,
 )
+from kg.labels import Label, LabelIndex, is_acronym_like
 from kg.model import Candidate
 
 
@@ -154,9 +154,9 @@ def acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> list
 
 
 
-def _labels_in(prior: Sequence[Candidate], start: int, end: int) -> list[_Label]:
+def _labels_in(prior: Sequence[Candidate], start: int, end: int) -> list[Label]:
     """Vocabulary candidates spanning exactly [start, end)."""
-    return [_Label(c.concept, c.type) for c in prior
+    return [Label(c.concept, c.type) for c in prior
             if c.concept and c.span.start == start and c.span.end == end]
 
 

@@ -11,7 +11,6 @@ import re
 from collections.abc import Set
 
 from kg.extract.document import Document
-from kg.extract.text import label_key
 from kg.extract.words import (
     CONTRAST_CUE,
     COORDINATION,
@@ -24,6 +23,7 @@ from kg.extract.words import (
     PRIOR_WORK_SENTENCE,
     USE_CUE,
 )
+from kg.labels import label_key
 from kg.model import PREDICATE_FOR_TYPE, Candidate, Link
 
 

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kg.extract.document import Document
-from kg.extract.text import label_key, singular
-from kg.extract.vocabulary import LabelIndex
+from kg.extract.text import singular
 from kg.extract.words import (
     APPOSITIVE,
     DATASET_AFTER,
@@ -34,6 +33,7 @@ from kg.extract.words import (
     STOP_NAMES,
     is_name_token,
 )
+from kg.labels import LabelIndex, label_key
 from kg.model import Candidate
 
 
