@@ -380,3 +380,19 @@ def test_inverse_order_acronyms_and_unknown_metrics_next_to_numbers():
                    "using 12 GB of memory; the bound is $O(S^3 AB)$.")
     assert {("FOO", "Method"), ("Fast Optimal Operator", "Method"), ("EM", "Metric")} <= found
     assert not {text for text, _ in found} & {"GB", "AB"}
+
+
+def test_background_sentences_about_the_field_make_mentions_not_uses():
+    from kg.pipeline import extract_all
+
+    text = ("Large language models have shown strong reasoning abilities. Reinforcement "
+            "learning has been applied to many control problems. Recent advances in diffusion "
+            "models, however, are slow. We propose FooNet, which uses diffusion models and "
+            "knowledge distillation.")
+    result = resolve(extract_all([Paper(id="p", abstract=text)])).results[0]
+    uses = {r.object for r in result.relations if r.predicate != "mentions"}
+    mentioned = {r.object for r in result.relations if r.predicate == "mentions"}
+    for background in ("technique/large-language-model", "technique/reinforcement-learning"):
+        assert background in mentioned and background not in uses, background
+    # Used in a sentence about this paper too: a use.
+    assert {"technique/diffusion-model", "technique/knowledge-distillation"} <= uses

@@ -12,6 +12,8 @@ from collections.abc import Set
 
 from kg.extract.document import Document
 from kg.extract.words import (
+    BACKGROUND_OPENER,
+    BACKGROUND_VERB,
     CONTRAST_CUE,
     COORDINATION,
     EVAL_CUE,
@@ -134,6 +136,7 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
     title_end = len(d.paper.title) if d.paper.title else -1
     # Per sentence, once: is it about prior work, and from where on does it speak of it.
     prior_from: dict[int, int | None] = {}
+    background: dict[int, int] = {}  # sentence start → end of its background subject
     for k, c in enumerate(chosen):
         reason = None
         if d.text[c.span.end:c.span.end + 5].lower() in ("-free", " free"):
@@ -147,6 +150,7 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
                     m = PRIOR_WORK_BEFORE.search(text)
                     found = None if m is None else sentence.start + m.end()
                 prior_from[sentence.start] = found
+                background[sentence.start] = sentence.start + _background_end(text)
             window = d.text[max(sentence.start, c.span.start - 80):c.span.start]
             # Most windows hold no cue word at all: a set lookup spares them the big pattern.
             cue = NOT_USED_BEFORE.search(window) if not _CUE_WORDS.isdisjoint(
@@ -157,6 +161,8 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
             elif k and out[k - 1] and COORDINATION.fullmatch(
                     d.text[chosen[k - 1].span.end:c.span.start]):
                 reason = out[k - 1]  # "without caching or quantization"
+            elif c.span.end <= background[sentence.start]:
+                reason = "background"
             elif (prior_from[sentence.start] is not None
                   and prior_from[sentence.start] <= c.span.start) or (
                     "nspired" in window and INSPIRED_BY.search(
@@ -164,3 +170,18 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
                 reason = "prior-work"
         out.append(reason)
     return out
+
+
+def _background_end(sentence: str) -> int:
+    """Where the subject of a background sentence ends ("LLMs have shown …": before "have";
+    "Recent advances in X, …": at the comma), or 0 for a sentence about this paper.
+
+    >>> sentence = "Large language models have shown strong reasoning abilities."
+    >>> sentence[:_background_end(sentence)]
+    'Large language models have shown'
+    >>> _background_end("We show that RL has achieved little."), _background_end("RL works.")
+    (0, 0)
+    """
+    m = BACKGROUND_VERB.match(sentence) or BACKGROUND_OPENER.match(sentence)
+    return m.end() if m else 0
+
