@@ -222,9 +222,9 @@ def _select(doc: Doc) -> Doc:
                 replace(c, span=d.span(c.span.start, c.span.end)) for c in chosen]
     s.pending = [c for c, strong in s.terms if not strong and not any(
         o.span.start < c.span.end and c.span.start < o.span.end for o in s.chosen)]
-    doc.spans["kg"] = [doc.char_span(c.span.start, c.span.end, label=c.type,
-                                     kb_id=c.concept or "", alignment_mode="expand", span_id=i)
-                       for i, c in enumerate(s.chosen)]
+    spans = [doc.char_span(c.span.start, c.span.end, label=c.type, kb_id=c.concept or "",
+                           alignment_mode="expand", span_id=i) for i, c in enumerate(s.chosen)]
+    doc.spans["kg"] = [span for span in spans if span is not None]  # None: only whitespace
     return doc
 
 
@@ -238,7 +238,7 @@ def pipeline(vocab: Vocabulary | None = None, model: str = "none") -> Language:
     register_tokenizer()
     nlp = spacy.blank("en", config={"nlp": {"tokenizer": {"@tokenizers": "kg.tokenizer.v1"}}})
     name = ""
-    if vocab is not None and vocab is not load_vocabulary():
+    if vocab is not None:
         name = f"<vocabulary object {id(vocab)}>"
         _GIVEN[name] = vocab
     try:

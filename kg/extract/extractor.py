@@ -55,6 +55,12 @@ class Extractor:
         self.model = model
         self.nlp = _pipeline(self.vocab, model)
 
+    def __reduce__(self):
+        # Pickled as what builds it: its components are closures a Language cannot pickle,
+        # and unpickling a PhraseMatcher re-adds every pattern, as building does. (Only the
+        # vocabulary's parse is saved.)
+        return _restore, (self.vocab, self.model)
+
     def extract(self, papers: Iterable[Paper]) -> Iterator[Extraction]:
         """One Extraction per paper, in order."""
         return map(_extraction, self.nlp.pipe(map(self._doc, papers)))
@@ -69,6 +75,12 @@ class Extractor:
         doc = self.nlp.make_doc(clean_text(paper.text))
         doc._.kg_paper = paper
         return doc
+
+
+def _restore(vocab: Vocabulary, model: str) -> Extractor:
+    ex = Extractor.__new__(Extractor)
+    ex.vocab, ex.model, ex.nlp = vocab, model, _pipeline(vocab, model)
+    return ex
 
 
 def _extraction(doc) -> Extraction:
