@@ -281,7 +281,12 @@ def test_model_candidates_join_before_selection_and_the_vocabulary_types_known_n
 
     if not Language.has_factory("kg_span"):
         Language.component("kg_span", func=spans)
+    from collections import OrderedDict
+
+    from kg.extract import extractor
+
     monkeypatch.setitem(sys.modules, "kg.extract.span_model", types.ModuleType("span_model"))
+    monkeypatch.setattr(extractor, "_PIPELINES", OrderedDict())  # the stand-in's stay out
     text = "Results on Zorblax improve with GPTQ."
     rules = {(c.span.text, c.type, c.rule) for c in _found_with(text, "none")}
     both = {(c.span.text, c.type, c.rule) for c in _found_with(text, "kg-span")}

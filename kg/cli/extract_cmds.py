@@ -1,4 +1,5 @@
-"""``kg extract`` and ``kg eval``."""
+"""``kg extract`` and ``kg eval``. The commands import what they run inside themselves, so that
+``kg --help`` does not import the pipeline (spaCy) or the evaluator."""
 
 from __future__ import annotations
 
