@@ -279,13 +279,15 @@ def test_model_candidates_join_before_selection_and_the_vocabulary_types_known_n
         add_candidates(doc, found)
         return doc
 
-    if not Language.has_factory("kg_span"):
-        Language.component("kg_span", func=spans)
     from collections import OrderedDict
 
-    from kg.extract import extractor
+    from kg.extract import components, extractor
 
+    name = "kg_span_extract_test"  # not "kg_span": the real model's name
+    if not Language.has_factory(name):
+        Language.component(name, func=spans)
     monkeypatch.setitem(sys.modules, "kg.extract.span_model", types.ModuleType("span_model"))
+    monkeypatch.setitem(components.MODELS, "kg-span", (name,))
     monkeypatch.setattr(extractor, "_PIPELINES", OrderedDict())  # the stand-in's stay out
     text = "Results on Zorblax improve with GPTQ."
     rules = {(c.span.text, c.type, c.rule) for c in _found_with(text, "none")}
