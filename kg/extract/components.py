@@ -61,8 +61,10 @@ from kg.vocab import Vocabulary, load_vocabulary
 
 RULES = ("kg_vocabulary", "kg_versions", "kg_acronyms", "kg_proposals", "kg_context_names",
          "kg_tasks", "kg_terms", "kg_select", "kg_links")
-# The trained components each --model adds, just before kg_select. "kg-span" is registered by
-# kg.extract.span_model when that module is installed.
+# The trained components each --model adds, just before kg_select. Importing
+# kg.extract.span_model must register "kg_span" (@Language.factory), a component that predicts
+# spans on the Doc (kg's tokens) and hands them to add_candidates(doc, [...]) with rule "model";
+# until that module exists, --model kg-span stops with "the kg-span model is not installed".
 MODELS: dict[str, tuple[str, ...]] = {"none": (), "kg-span": ("kg_span",)}
 
 
