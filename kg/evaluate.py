@@ -30,14 +30,16 @@ import itertools
 import json
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kg.errors import InputError
 from kg.extract import match_key
-from kg.ingest import OPENREVIEW_LAYOUTS
-from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Paper, PaperResult
+from kg.ingest import OPENREVIEW_LAYOUTS, IngestOptions, read_inputs
+from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResult
+from kg.pipeline import extract_all
+from kg.resolve import resolve
 
 
 @dataclass(frozen=True)
@@ -237,15 +239,8 @@ def _score_relations(g: GoldPaper, result: PaperResult, corpus: Corpus,
     used = {o for s, p, o in triples if s == result.paper.id and p != "mentions"}
     predicted = sorted(t for t in triples
                        if not (t[1] == "mentions" and t[0] == result.paper.id and t[2] in used))
-    missed, spurious = [], []
-    for gr in g.relations:
-        if gr.core:
-            c = report.per_predicate.setdefault(gr.predicate, Counts())
-            if any(matches(gr, t) for t in predicted):
-                c.tp += 1
-            else:
-                c.fn += 1
-                missed.append(gr.label())
+    missed = _tally_gold(g.relations, predicted, matches, report.per_predicate)
+    spurious = []
     for t in predicted:
         hits = [gr for gr in g.relations if matches(gr, t)]
         c = report.per_predicate.setdefault(t[1], Counts())
@@ -257,6 +252,60 @@ def _score_relations(g: GoldPaper, result: PaperResult, corpus: Corpus,
     errors["missed_relations"], errors["spurious_relations"] = missed, spurious
 
 
+def _tally_gold(relations: list[GoldRelation], predicted: list, matches, per_predicate: dict
+                ) -> list[str]:
+    """Count each core gold relation found (tp) or missed (fn); the missed ones' labels."""
+    missed = []
+    for gr in relations:
+        if gr.core:
+            c = per_predicate.setdefault(gr.predicate, Counts())
+            if any(matches(gr, t) for t in predicted):
+                c.tp += 1
+            else:
+                c.fn += 1
+                missed.append(gr.label())
+    return missed
+
+
+def _add(total: Counts, counts: Iterable[Counts]) -> None:
+    for c in counts:
+        for attr in ("tp", "fn", "tp_pred", "fp"):
+            setattr(total, attr, getattr(total, attr) + getattr(c, attr))
+
+
+def _score_entities(g: GoldPaper, result: PaperResult, corpus: Corpus, report: Report
+                    ) -> tuple[list[tuple[Entity, set[str]]], dict[str, set[str]], dict]:
+    """Add one paper's entity counts to ``report.per_type``: its predicted entities with their
+    surface forms, the forms by entity id, and the paper's errors."""
+    predicted = []
+    entity_forms: dict[str, set[str]] = {}
+    for eid, spans in result.mentions:
+        e = corpus.entities[eid]
+        forms = {_norm(s) for s in (e.name, *e.aliases, *(s.text for s in spans))}
+        predicted.append((e, forms))
+        entity_forms[eid] = forms
+    missed, spurious = [], []
+    for ge in g.entities:
+        hit = any(e.type == ge.type and forms & ge.surfaces for e, forms in predicted)
+        if ge.core:
+            c = report.per_type[ge.type]
+            if hit:
+                c.tp += 1
+            else:
+                c.fn += 1
+                missed.append(f"{ge.type}:{ge.name}")
+    for e, forms in predicted:
+        matches = [ge for ge in g.entities if ge.type == e.type and forms & ge.surfaces]
+        c = report.per_type[e.type]
+        if any(ge.core for ge in matches):
+            c.tp_pred += 1
+        elif not matches:
+            c.fp += 1
+            spurious.append(f"{e.type}:{e.name}")
+    return predicted, entity_forms, {"paper": g.paper.source, "missed": missed,
+                                     "spurious": spurious}
+
+
 def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
     """Per-type and overall precision/recall/F1, pairwise shared-technique P/R, and per-predicate
     relation P/R/F1 for the records that carry relation gold."""
@@ -264,32 +313,7 @@ def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
     predicted_techniques: list[set[str]] = []
     gold_techniques: list[tuple[set[str], set[str]]] = []  # (core names, all names)
     for g, result in zip(gold, corpus.results, strict=True):
-        predicted = []
-        entity_forms: dict[str, set[str]] = {}
-        for eid, spans in result.mentions:
-            e = corpus.entities[eid]
-            forms = {_norm(s) for s in (e.name, *e.aliases, *(s.text for s in spans))}
-            predicted.append((e, forms))
-            entity_forms[eid] = forms
-        missed, spurious = [], []
-        for ge in g.entities:
-            hit = any(e.type == ge.type and forms & ge.surfaces for e, forms in predicted)
-            if ge.core:
-                c = report.per_type[ge.type]
-                if hit:
-                    c.tp += 1
-                else:
-                    c.fn += 1
-                    missed.append(f"{ge.type}:{ge.name}")
-        for e, forms in predicted:
-            matches = [ge for ge in g.entities if ge.type == e.type and forms & ge.surfaces]
-            c = report.per_type[e.type]
-            if any(ge.core for ge in matches):
-                c.tp_pred += 1
-            elif not matches:
-                c.fp += 1
-                spurious.append(f"{e.type}:{e.name}")
-        errors = {"paper": g.paper.source, "missed": missed, "spurious": spurious}
+        predicted, entity_forms, errors = _score_entities(g, result, corpus, report)
         if g.relations is not None:
             _score_relations(g, result, corpus, entity_forms, report, errors)
         report.errors.append(errors)
@@ -300,52 +324,52 @@ def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
         techniques = [ge for ge in g.entities if ge.type == "Technique"]
         gold_techniques.append(({ge.name.casefold() for ge in techniques if ge.core},
                                 {ge.name.casefold() for ge in techniques}))
-    for c in report.per_type.values():
-        for attr in ("tp", "fn", "tp_pred", "fp"):
-            setattr(report.overall, attr, getattr(report.overall, attr) + getattr(c, attr))
-    pairs = defaultdict(int)
-    for i, j in itertools.combinations(range(len(gold)), 2):
+    _add(report.overall, report.per_type.values())
+    report.per_predicate = {p: report.per_predicate[p] for p in PREDICATES
+                            if p in report.per_predicate}
+    _add(report.relations, (c for p, c in report.per_predicate.items() if p != "mentions"))
+    _score_pairs(gold_techniques, predicted_techniques, report.pairs)
+    return report
+
+
+def _score_pairs(gold_techniques: list[tuple[set[str], set[str]]],
+                 predicted_techniques: list[set[str]], pairs_counts: Counts) -> None:
+    """Paper pairs sharing a technique: gold (core names) against predicted (used ids)."""
+    pairs: defaultdict[tuple[bool, bool], int] = defaultdict(int)
+    for i, j in itertools.combinations(range(len(gold_techniques)), 2):
         (core_i, all_i), (core_j, all_j) = gold_techniques[i], gold_techniques[j]
         g_share = bool(core_i & core_j)
         if not g_share and all_i & all_j:
             continue  # shared only through borderline techniques: not scored either way
         p_share = bool(predicted_techniques[i] & predicted_techniques[j])
         pairs[(g_share, p_share)] += 1
-    report.per_predicate = {p: report.per_predicate[p] for p in PREDICATES
-                            if p in report.per_predicate}
-    for c in (c for p, c in report.per_predicate.items() if p != "mentions"):
-        for attr in ("tp", "fn", "tp_pred", "fp"):
-            setattr(report.relations, attr, getattr(report.relations, attr) + getattr(c, attr))
-    report.pairs.tp = report.pairs.tp_pred = pairs[(True, True)]
-    report.pairs.fn = pairs[(True, False)]
-    report.pairs.fp = pairs[(False, True)]
-    return report
+    pairs_counts.tp = pairs_counts.tp_pred = pairs[(True, True)]
+    pairs_counts.fn = pairs[(True, False)]
+    pairs_counts.fp = pairs[(False, True)]
 
 
 def evaluate(path: Path, corpora: Path | None = None,
-             context: Sequence[str | Path] = ()) -> Report:
+             context: Sequence[str | Path] = (), model: str | None = None) -> Report:
     """Load the gold file, run the pipeline on its papers, and score.
 
     ``context`` inputs (e.g. the whole conference files the gold papers come from) are
     extracted in the same run, as a user would build them, so corpus-level steps see the whole
     corpus; only the gold papers are scored (a context paper with a gold paper's text is
-    dropped, so no paper is extracted twice).
+    dropped, so no paper is extracted twice). ``model`` ("kg-span") adds the trained span
+    model's candidates to the rules'.
 
     >>> report = evaluate(Path("tests/data/seed-gold.jsonl"))
     >>> report.overall.precision > 0.5 and report.overall.recall > 0.5
     True
     """
-    from kg.ingest import IngestOptions, read_inputs
-    from kg.pipeline import extract_all
-    from kg.resolve import resolve
-
     gold = load_gold(path, corpora)
     papers = [g.paper for g in gold]
     if context:
         seen = {g.paper.abstract for g in gold}
         papers += [p for p in read_inputs(list(context), IngestOptions()).papers
                    if p.abstract.strip() not in seen]
-    extractions = extract_all(papers, workers=2 if len(papers) > 200 else 1)
+    extractions = extract_all(papers, workers=2 if len(papers) > 200 else 1,
+                              trained_model=model)
     corpus = resolve(extractions)
     gold_results = Corpus(corpus.results[:len(gold)], corpus.entities)
     return score(gold, gold_results)

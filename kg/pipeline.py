@@ -37,7 +37,7 @@ def extractor(trained_model: str | None = None):
     if found is None or found.vocab is not vocab:
         from kg.extract import Extractor
 
-        _EXTRACTORS[trained_model] = found = Extractor(vocab, trained_model=trained_model)
+        _EXTRACTORS[trained_model] = found = Extractor(vocab, model=trained_model or "none")
     return found
 
 

@@ -21,7 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kg.data import data_dir
 from kg.errors import KgError, VocabularyError
+from kg.labels import LabelIndex
 from kg.model import ENTITY_TYPES, Concept
 
 BASE = "https://w3id.org/mlkg/"
@@ -35,8 +37,6 @@ _SKOS = "http://www.w3.org/2004/02/skos/core#"
 
 def ontology_dir() -> Path:
     """Where ``kg.ttl`` and ``vocab/`` live (``kg.data.data_dir("ontology")``)."""
-    from kg.data import data_dir
-
     try:
         folder = data_dir("ontology")
     except KgError as exc:
@@ -72,10 +72,8 @@ class Vocabulary:
         return {k: tuple(sorted(v)) for k, v in children.items()}
 
     @functools.cached_property
-    def label_index(self):
+    def label_index(self) -> LabelIndex:
         """The matcher's label index, built once (the extractor and resolver share it)."""
-        from kg.extract import LabelIndex  # the matching rules (case, acronyms) live there
-
         return LabelIndex(self)
 
     def __getstate__(self) -> dict:
@@ -113,6 +111,22 @@ class Vocabulary:
                 frontier.extend(self.concepts[nxt].broader if nxt in self.concepts else ())
         return out
 
+    def closure(self, concepts: Iterable[str]) -> set[str]:
+        """The concepts plus all their ancestors (the ones a graph must describe to roll
+        facts up the hierarchy); an IRI the vocabulary does not hold is kept as given.
+
+        >>> vocab = load_vocabulary()
+        >>> kv = vocab.by_label("Technique", "KV cache")
+        >>> sorted(vocab.concepts[c].pref_label for c in vocab.closure([kv]))[:3]
+        ['KV cache', 'caching', 'computational efficiency']
+        """
+        out: set[str] = set()
+        for iri in concepts:
+            if iri not in out:
+                out.add(iri)
+                out.update(self.ancestors(iri))
+        return out
+
     def descendants(self, iri: str) -> list[str]:
         """Every narrower concept (transitively), sorted."""
         seen: set[str] = set()
@@ -134,58 +148,71 @@ def parse_vocabulary(paths: Iterable[Path]) -> Vocabulary:
     Parsed with pyoxigraph (Rust): every command that loads the vocabulary pays ~50 ms, where
     rdflib's Turtle parser took over a second.
     """
-    import pyoxigraph as ox
-
-    skos = "http://www.w3.org/2004/02/skos/core#"
-    rdf_type = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
     concepts: dict[str, Concept] = {}
     for path in sorted(paths):
-        # subject → predicate → objects (IRIs as strings; literals as (value, datatype))
-        graph: dict[str, dict[str, set]] = {}  # sets: a triple stated twice is one triple
-        try:
-            for t in ox.parse(path=str(path), format=ox.RdfFormat.TURTLE):
-                value = (t.object.value, t.object.datatype.value) if isinstance(
-                    t.object, ox.Literal) else t.object.value
-                graph.setdefault(t.subject.value, {}).setdefault(t.predicate.value,
-                                                                 set()).add(value)
-        except (SyntaxError, ValueError, OSError) as exc:
-            raise VocabularyError(f"{path}: not valid Turtle ({exc}); fix the file") from exc
-        schemes = {s: str(t).removeprefix(ONTOLOGY_NS)
-                   for s, props in graph.items() for t in props.get(ONTOLOGY_NS + "entityType", ())}
-        for scheme, type_ in schemes.items():
-            if type_ not in ENTITY_TYPES:
-                raise VocabularyError(
-                    f"{path}: scheme {scheme} has kg:entityType {type_}; "
-                    f"use one of {', '.join(ENTITY_TYPES)}"
-                )
-
-        def first(props: dict, predicate: str):
-            values = sorted(props.get(predicate, ()), key=str)
-            return values[0] if values else None
-
+        graph = _triples(path)
+        schemes = _schemes(path, graph)
         for subject in sorted(s for s, props in graph.items()
-                              if skos + "Concept" in props.get(rdf_type, ())):
-            props = graph[subject]
-            scheme = first(props, skos + "inScheme")
-            if scheme is None or str(scheme) not in schemes:
-                raise VocabularyError(
-                    f"{path}: concept {subject} has no skos:inScheme of a scheme with kg:entityType"
-                )
-            pref = first(props, skos + "prefLabel")
-            if pref is None:
-                raise VocabularyError(f"{path}: concept {subject} has no skos:prefLabel")
+                              if _SKOS + "Concept" in props.get(_RDF_TYPE, ())):
+            concept = _concept(path, subject, graph[subject], schemes)
             if subject in concepts:
                 raise VocabularyError(f"{path}: concept {subject} is defined twice")
-            flag = first(props, ONTOLOGY_NS + "matchable")
-            concepts[subject] = Concept(
-                iri=subject,
-                type=schemes[str(scheme)],
-                pref_label=pref[0],
-                alt_labels=tuple(sorted({v for v, _ in props.get(skos + "altLabel", ())})),
-                broader=tuple(sorted(props.get(skos + "broader", ()))),
-                matchable=flag is None or flag[0] in ("true", "1"),
-            )
+            concepts[subject] = concept
     return Vocabulary(concepts)
+
+
+_RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+
+
+def _triples(path: Path) -> dict[str, dict[str, set]]:
+    """subject → predicate → objects (IRIs as strings; literals as (value, datatype)); sets,
+    as a triple stated twice is one triple."""
+    import pyoxigraph as ox  # only when the files are parsed: queries read a cached vocabulary
+
+    graph: dict[str, dict[str, set]] = {}
+    try:
+        for t in ox.parse(path=str(path), format=ox.RdfFormat.TURTLE):
+            value = (t.object.value, t.object.datatype.value) if isinstance(
+                t.object, ox.Literal) else t.object.value
+            graph.setdefault(t.subject.value, {}).setdefault(t.predicate.value, set()).add(value)
+    except (SyntaxError, ValueError, OSError) as exc:
+        raise VocabularyError(f"{path}: not valid Turtle ({exc}); fix the file") from exc
+    return graph
+
+
+def _schemes(path: Path, graph: dict[str, dict[str, set]]) -> dict[str, str]:
+    """Each concept scheme of a file → its entity type."""
+    schemes = {s: str(t).removeprefix(ONTOLOGY_NS)
+               for s, props in graph.items() for t in props.get(ONTOLOGY_NS + "entityType", ())}
+    for scheme, type_ in schemes.items():
+        if type_ not in ENTITY_TYPES:
+            raise VocabularyError(f"{path}: scheme {scheme} has kg:entityType {type_}; "
+                                  f"use one of {', '.join(ENTITY_TYPES)}")
+    return schemes
+
+
+def _first(props: dict, predicate: str):
+    values = sorted(props.get(predicate, ()), key=str)
+    return values[0] if values else None
+
+
+def _concept(path: Path, subject: str, props: dict, schemes: dict[str, str]) -> Concept:
+    scheme = _first(props, _SKOS + "inScheme")
+    if scheme is None or str(scheme) not in schemes:
+        raise VocabularyError(
+            f"{path}: concept {subject} has no skos:inScheme of a scheme with kg:entityType")
+    pref = _first(props, _SKOS + "prefLabel")
+    if pref is None:
+        raise VocabularyError(f"{path}: concept {subject} has no skos:prefLabel")
+    flag = _first(props, ONTOLOGY_NS + "matchable")
+    return Concept(
+        iri=subject,
+        type=schemes[str(scheme)],
+        pref_label=pref[0],
+        alt_labels=tuple(sorted({v for v, _ in props.get(_SKOS + "altLabel", ())})),
+        broader=tuple(sorted(props.get(_SKOS + "broader", ()))),
+        matchable=flag is None or flag[0] in ("true", "1"),
+    )
 
 
 _LOADED: dict[Path, tuple[tuple, Vocabulary]] = {}  # directory → (its files' stamps, vocabulary)

@@ -188,3 +188,51 @@ def test_corl_and_icml_gold_load_and_eval_prints_relation_rows(corpora_dir):
     assert result.exit_code == 0, result.output
     rows = {line.split()[0] for line in result.output.splitlines() if line.strip()}
     assert {"relation", "proposes", "usesTechnique", "runsOn", "mentions"} <= rows
+
+
+def test_eval_with_the_span_model_not_installed_says_so():
+    result = CliRunner().invoke(cli, ["eval", str(DATA / "seed-gold.jsonl"), "--compare"])
+    assert result.exit_code == 1
+    assert "the kg-span model is not installed" in result.stderr
+
+
+def test_eval_prints_rules_only_and_rules_plus_model_side_by_side(monkeypatch):
+    import sys
+    import types
+
+    from spacy.language import Language
+
+    from kg.extract.components import add_candidates
+    from kg.model import Candidate
+
+    def spans(doc):  # a stand-in model: every "model"/"models" a Method
+        text = doc.text
+        found, pos = [], text.find("model")
+        while pos >= 0:
+            found.append(Candidate(Span("model", pos, pos + 5), "Method", "model", None, 0.5))
+            pos = text.find("model", pos + 5)
+        add_candidates(doc, found)
+        return doc
+
+    name = "kg_span_eval_test"
+    if not Language.has_factory(name):
+        Language.component(name, func=spans)
+    from collections import OrderedDict
+
+    from kg import pipeline
+    from kg.extract import components, extractor
+
+    monkeypatch.setitem(sys.modules, "kg.extract.span_model", types.ModuleType("span_model"))
+    monkeypatch.setitem(components.MODELS, "kg-span", (name,))
+    # Pipelines built with the stand-in stay out of the process' caches.
+    monkeypatch.setattr(extractor, "_PIPELINES", OrderedDict())
+    monkeypatch.setattr(pipeline, "_EXTRACTORS", {})
+    result = CliRunner().invoke(cli, ["eval", str(DATA / "seed-gold.jsonl"), "--model",
+                                      "kg-span", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    both = json.loads(result.output)
+    rules, with_model = both["rules"], both["rules+model"]
+    assert rules["per_type"]["Method"]["fp"] < with_model["per_type"]["Method"]["fp"]
+    assert rules["per_type"]["Technique"] == with_model["per_type"]["Technique"]
+    table = CliRunner().invoke(cli, ["eval", str(DATA / "seed-gold.jsonl"), "--compare"])
+    assert "rules only" in table.output and "rules + model" in table.output

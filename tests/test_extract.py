@@ -18,14 +18,34 @@ from kg.resolve import resolve
 from kg.vocab import CONCEPT_NS
 
 
-def test_the_default_extractor_runs_without_importing_spacy():
-    # Importing spaCy and building spacy.blank("en") cost every extracting process 0.6 s.
-    code = ("import sys; from kg.extract import Extractor; from kg.model import Paper; "
-            "e = Extractor().extract_one(Paper(id='p', abstract='We quantize LLaMA-2-7B.')); "
-            "print(len(e.candidates), 'spacy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
-    assert out.stdout.split() == ["2", "False"]
+def test_the_extractor_is_a_spacy_pipeline_of_kgs_components():
+    from kg.extract import pipeline
+
+    nlp = pipeline()
+    assert nlp.lang == "en" and nlp.pipe_names[0] == "kg_vocabulary"
+    assert nlp.pipe_names[-2:] == ["kg_select", "kg_links"]
+    doc = nlp("We quantize LLaMA-2-7B with GPTQ on A100 GPUs.")
+    spans = [(s.text, s.label_, s._.kg_source) for s in doc.spans["kg"]]
+    assert spans == [("quantize", "Technique", "vocabulary"),
+                     ("LLaMA-2-7B", "Model", "vocabulary-version"),
+                     ("GPTQ", "Method", "vocabulary"), ("A100 GPUs", "Hardware", "vocabulary")]
+    assert doc.spans["kg"][1].kb_id_.endswith("/model/llama-2")
+    assert [(link.predicate, doc.spans["kg"][link.object].text) for link in doc._.kg_links] == [
+        ("usesTechnique", "quantize"), ("usesModel", "LLaMA-2-7B"), ("usesTechnique", "GPTQ"),
+        ("runsOn", "A100 GPUs")]
+
+
+def test_kgs_components_join_a_users_own_pipeline():
+    import spacy
+
+    import kg.extract.components  # noqa: F401 (registers the components)
+
+    nlp = spacy.blank("en")
+    for name in ("kg_vocabulary", "kg_acronyms", "kg_proposals", "kg_select", "kg_links"):
+        nlp.add_pipe(name)
+    doc = nlp("We propose Rotated Runtime Smooth (RRS), which uses quantization.")
+    assert {(s.text, s.label_) for s in doc.spans["kg"]} >= {
+        ("Rotated Runtime Smooth", "Method"), ("RRS", "Method"), ("quantization", "Technique")}
 
 
 def test_acronym_and_long_form_become_one_entity(seed_corpus):
@@ -237,13 +257,47 @@ def test_build_exports_do_not_depend_on_the_worker_count(tmp_path):
     assert differ == []
 
 
-def test_a_missing_trained_spacy_model_degrades_with_a_clear_message():
-    result = CliRunner().invoke(cli, ["extract", str(SEED), "--spacy-model",
-                                      "en_core_web_nonexistent"])
+def test_the_span_model_when_not_installed_fails_with_a_clear_message():
+    result = CliRunner().invoke(cli, ["extract", str(SEED), "--model", "kg-span"])
     assert result.exit_code == 1
-    assert "spaCy pipeline 'en_core_web_nonexistent' is not installed" in result.stderr
-    assert "the default pipeline needs no model" in result.stderr
+    assert "the kg-span model is not installed" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_model_candidates_join_before_selection_and_the_vocabulary_types_known_names(
+        monkeypatch):
+    import types
+
+    from spacy.language import Language
+
+    from kg.extract.components import add_candidates
+    from kg.model import Candidate, Span
+
+    def spans(doc):  # a stand-in model: "Zorblax" (unknown) and "GPTQ" (known: a Method)
+        found = [Candidate(Span(w, doc.text.index(w), doc.text.index(w) + len(w)), "Dataset",
+                           "model", None, 0.5) for w in ("Zorblax", "GPTQ")]
+        add_candidates(doc, found)
+        return doc
+
+    from collections import OrderedDict
+
+    from kg.extract import components, extractor
+
+    name = "kg_span_extract_test"  # not "kg_span": the real model's name
+    if not Language.has_factory(name):
+        Language.component(name, func=spans)
+    monkeypatch.setitem(sys.modules, "kg.extract.span_model", types.ModuleType("span_model"))
+    monkeypatch.setitem(components.MODELS, "kg-span", (name,))
+    monkeypatch.setattr(extractor, "_PIPELINES", OrderedDict())  # the stand-in's stay out
+    text = "Results on Zorblax improve with GPTQ."
+    rules = {(c.span.text, c.type, c.rule) for c in _found_with(text, "none")}
+    both = {(c.span.text, c.type, c.rule) for c in _found_with(text, "kg-span")}
+    assert both - rules == {("Zorblax", "Dataset", "model")}
+    assert ("GPTQ", "Method", "vocabulary") in rules & both
+
+
+def _found_with(text: str, model: str):
+    return Extractor(model=model).extract_one(Paper(id="p", abstract=text)).candidates
 
 
 def test_each_extractor_matches_only_its_own_vocabulary():
@@ -333,3 +387,19 @@ def test_inverse_order_acronyms_and_unknown_metrics_next_to_numbers():
                    "using 12 GB of memory; the bound is $O(S^3 AB)$.")
     assert {("FOO", "Method"), ("Fast Optimal Operator", "Method"), ("EM", "Metric")} <= found
     assert not {text for text, _ in found} & {"GB", "AB"}
+
+
+def test_background_sentences_about_the_field_make_mentions_not_uses():
+    from kg.pipeline import extract_all
+
+    text = ("Large language models have shown strong reasoning abilities. Reinforcement "
+            "learning has been applied to many control problems. Recent advances in diffusion "
+            "models, however, are slow. We propose FooNet, which uses diffusion models and "
+            "knowledge distillation.")
+    result = resolve(extract_all([Paper(id="p", abstract=text)])).results[0]
+    uses = {r.object for r in result.relations if r.predicate != "mentions"}
+    mentioned = {r.object for r in result.relations if r.predicate == "mentions"}
+    for background in ("technique/large-language-model", "technique/reinforcement-learning"):
+        assert background in mentioned and background not in uses, background
+    # Used in a sentence about this paper too: a use.
+    assert {"technique/diffusion-model", "technique/knowledge-distillation"} <= uses

@@ -3,8 +3,9 @@
 A change that quietly lowers extraction quality fails here. Per gold set the floors sit about
 0.03 under the figures in the README; pooled over all five sets (about 650 gold entities,
 so one rule family's worth of entities moves the figures) they sit 0.01-0.02 under, which is
-what catches a whole rule family switched off (acronyms, proposed names, context names, task
-phrases, later uses of a defined name each fail a pooled floor). Raise them when quality rises.
+what catches a whole rule family switched off: each of kg's spaCy components but the terms
+(which the gold sets alone cannot show) fails a floor when disabled, as
+``test_switching_off_any_rule_family_fails_a_floor`` checks. Raise them when quality rises.
 They are regression guards, not targets: the targets are scored by the project lead on
 held-out abstracts this repository never sees.
 """
@@ -18,24 +19,33 @@ from kg.evaluate import Counts, evaluate
 
 # gold set: (entity precision, entity recall, pairs F1, relation F1 or None)
 FLOORS = {
-    "seed": (0.83, 0.67, 0.85, None),
+    "seed": (0.83, 0.67, 0.86, None),
     "dev": (0.74, 0.70, 0.85, None),
-    "test": (0.61, 0.61, 0.38, None),
-    "corl": (0.61, 0.58, 0.76, 0.55),
-    "icml": (0.65, 0.54, 0.63, 0.55),
+    "test": (0.61, 0.62, 0.33, None),
+    "corl": (0.62, 0.58, 0.77, 0.55),
+    "icml": (0.66, 0.55, 0.64, 0.55),
 }
 POOLED = (0.71, 0.65)  # precision, recall over all sets
 # type: (precision, recall), pooled over all sets
 POOLED_TYPES = {
-    "Method": (0.75, 0.66), "Model": (0.82, 0.78), "Dataset": (0.92, 0.77),
-    "Hardware": (0.81, 0.81), "Technique": (0.67, 0.67), "Task": (0.59, 0.44),
-    "Metric": (0.68, 0.62),
+    "Method": (0.76, 0.67), "Model": (0.83, 0.79), "Dataset": (0.93, 0.78),
+    "Hardware": (0.82, 0.82), "Technique": (0.68, 0.68), "Task": (0.60, 0.45),
+    "Metric": (0.69, 0.62),
 }
+# The rule families (spaCy components) each of which the floors must notice when switched off.
+# Not kg_terms: on the gold sets alone (no second paper to share a pending term) it is neutral
+# (pooled F1 0.690 with it, 0.691 without), so no floor that is not the figure itself sees it.
+FAMILIES = ("kg_versions", "kg_acronyms", "kg_proposals", "kg_context_names", "kg_tasks",
+            "kg_links")
+
+
+def _reports(corpora_dir) -> dict:
+    return {name: evaluate(DATA / f"{name}-gold.jsonl", corpora_dir) for name in FLOORS}
 
 
 @pytest.fixture(scope="module")
 def reports(corpora_dir):
-    return {name: evaluate(DATA / f"{name}-gold.jsonl", corpora_dir) for name in FLOORS}
+    return _reports(corpora_dir)
 
 
 def _pooled(reports, type_: str | None = None) -> Counts:
@@ -48,29 +58,43 @@ def _pooled(reports, type_: str | None = None) -> Counts:
     return total
 
 
+def _below(reports) -> list[str]:
+    """Every floor the figures fall below."""
+    out = []
+    for name, (precision, recall, pairs, relations) in FLOORS.items():
+        r = reports[name]
+        figures = [("P", r.overall.precision, precision), ("R", r.overall.recall, recall),
+                   ("pairs", r.pairs.f1, pairs), ("relations", r.relations.f1, relations)]
+        out += [f"{name} {what} {got:.3f} < {floor}" for what, got, floor in figures
+                if floor is not None and got < floor]
+    for type_, floors in [(None, POOLED), *POOLED_TYPES.items()]:
+        counts = _pooled(reports, type_)
+        out += [f"pooled {type_ or 'all'} {what} {got:.3f} < {floor}" for what, got, floor in
+                (("P", counts.precision, floors[0]), ("R", counts.recall, floors[1]))
+                if got < floor]
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(FLOORS))
 def test_extraction_stays_above_its_floor_on_each_gold_set(name, reports):
-    precision, recall, pairs, relations = FLOORS[name]
-    report = reports[name]
-    assert report.overall.precision >= precision, (name, report.overall.precision)
-    assert report.overall.recall >= recall, (name, report.overall.recall)
-    assert report.pairs.f1 >= pairs, (name, report.pairs.f1)
-    if relations is not None:
-        assert report.relations.f1 >= relations, (name, report.relations.f1)
+    assert [line for line in _below(reports) if line.startswith(name + " ")] == []
 
 
 def test_extraction_stays_above_its_pooled_floors(reports):
-    total = _pooled(reports)
-    assert total.precision >= POOLED[0], total.precision
-    assert total.recall >= POOLED[1], total.recall
+    assert [line for line in _below(reports) if line.startswith("pooled all")] == []
 
 
 @pytest.mark.parametrize("type_", sorted(POOLED_TYPES))
 def test_each_entity_type_stays_above_its_pooled_floor(type_, reports):
-    counts = _pooled(reports, type_)
-    precision, recall = POOLED_TYPES[type_]
-    assert counts.precision >= precision, (type_, counts.precision)
-    assert counts.recall >= recall, (type_, counts.recall)
+    assert [line for line in _below(reports) if line.startswith(f"pooled {type_} ")] == []
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_switching_off_any_rule_family_fails_a_floor(family, corpora_dir):
+    from kg.pipeline import extractor
+
+    with extractor().nlp.select_pipes(disable=family):
+        assert _below(_reports(corpora_dir)) != []
 
 
 def test_every_gold_set_with_relations_has_a_relation_floor(reports):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import pytest
+from conftest import ROOT
 
 from kg.errors import VocabularyError
 from kg.extract import Extractor, label_key
@@ -110,3 +111,29 @@ def test_a_broken_vocabulary_file_is_reported_with_its_name(tmp_path):
 def test_the_vocabulary_applies_the_type_convention(label, type_):
     index = load_vocabulary().label_index
     assert {found.type for found in index.lookup(label)} == {type_}
+
+
+def test_the_vocabulary_module_does_not_import_the_extractor():
+    # kg.vocab sits below kg.extract: the label index it builds lives in kg.labels.
+    import subprocess
+    import sys
+
+    code = ("import sys, kg.vocab; kg.vocab.load_vocabulary().label_index; "
+            "print(sorted(m for m in sys.modules if m.startswith(('kg.extract', 'spacy'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+def test_closure_is_the_concepts_plus_all_their_ancestors():
+    from kg.model import Concept
+    from kg.vocab import Vocabulary
+
+    def concept(slug: str, *broader: str) -> Concept:
+        return Concept(f"c/{slug}", "Technique", slug, broader=tuple(f"c/{b}" for b in broader))
+
+    vocab = Vocabulary({c.iri: c for c in (concept("a"), concept("b", "a"), concept("c", "b"),
+                                           concept("d", "c", "a"), concept("e"))})
+    assert vocab.closure(["c/d"]) == {"c/d", "c/c", "c/b", "c/a"}
+    assert vocab.closure(["c/b", "c/e", "c/unknown"]) == {"c/a", "c/b", "c/e", "c/unknown"}
+    assert vocab.closure([]) == set()

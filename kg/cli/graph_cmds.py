@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from kg.cli.common import input_options, report_skips, show_progress
+from kg.cli.extract_cmds import model_option, trained_model
 from kg.errors import InputError, KgError
 
 RESULT_FORMATS = ("table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "jsonld")
@@ -37,6 +38,7 @@ def _project_options(func):
 
 
 def _engine_options(func):
+    func = model_option(func)
     func = click.option("--scheduler", default=None, metavar="ADDRESS",
                         help="With --engine dask: the Dask scheduler to run on, e.g. "
                              "tcp://HOST:8786 (its workers need this kg installed; start them "
@@ -49,7 +51,7 @@ def _engine_options(func):
                              "cluster (pip install 'kg[dask]'). The exports are identical.")(func)
 
 
-def _engine(engine: str, scheduler: str | None) -> dict:
+def _engine(engine: str, scheduler: str | None, model: str = "none") -> dict:
     """The engine options for project.build/add, checked before any paper is read."""
     if scheduler is not None and engine != "dask":
         raise click.UsageError("--scheduler needs --engine dask")
@@ -57,7 +59,7 @@ def _engine(engine: str, scheduler: str | None) -> dict:
         from kg.distributed import check_installed
 
         check_installed()
-    return {"engine": engine, "scheduler": scheduler}
+    return {"engine": engine, "scheduler": scheduler, "trained_model": trained_model(model)}
 
 
 def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(), workers=1,
@@ -130,7 +132,8 @@ def _summary(outcome, out_dir: Path, top: int, skipped: int) -> None:
               help="The project directory: exports, query store and extraction cache.")
 @_project_options
 @_engine_options
-def build(inputs, ingest, strict, workers, out_dir, top, html, formats, engine, scheduler):
+def build(inputs, ingest, strict, workers, out_dir, top, html, formats, engine, scheduler,
+          model):
     """Build the graph of INPUT... in DIR (-o), extracting only what is new (the main job).
 
     DIR becomes a project: the first build extracts every paper; later builds on DIR extract
@@ -156,7 +159,7 @@ def build(inputs, ingest, strict, workers, out_dir, top, html, formats, engine, 
     from kg.exports import check_writable
     from kg.pipeline import read_papers
 
-    on = _engine(engine, scheduler)
+    on = _engine(engine, scheduler, model)
     check_writable(out_dir)  # before the long part, not after it
     notices: list[str] = []
     papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
@@ -170,7 +173,8 @@ def build(inputs, ingest, strict, workers, out_dir, top, html, formats, engine, 
 @input_options
 @_project_options
 @_engine_options
-def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats, engine, scheduler):
+def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats, engine, scheduler,
+            model):
     """Add the papers of INPUT... to the project DIRECTORY (a paper whose id is there already
     replaces it); only they are extracted.
 
@@ -184,7 +188,7 @@ def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats, engi
     from kg.pipeline import read_papers
 
     project.open_project(directory)
-    on = _engine(engine, scheduler)
+    on = _engine(engine, scheduler, model)
     notices: list[str] = []
     papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
     _run_project(project.add, directory, papers, notices=notices, skipped=skipped,

@@ -13,8 +13,7 @@ import re
 from collections.abc import Sequence
 
 from kg.extract.document import Document
-from kg.extract.text import is_acronym_like, singular, singular_phrase
-from kg.extract.vocabulary import LabelIndex, _Label
+from kg.extract.text import singular, singular_phrase
 from kg.extract.words import (
     ACRONYM_PAREN,
     GENERIC_HEADS,
@@ -22,6 +21,7 @@ from kg.extract.words import (
     PROPOSE_WORD,
     WORD,
 )
+from kg.labels import Label, LabelIndex, is_acronym_like
 from kg.model import Candidate
 
 
@@ -115,31 +115,22 @@ def acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> list
     out: list[Candidate] = []
     for match in ACRONYM_PAREN.finditer(d.text):
         short = match.group(1)
-        if not any(ch.isupper() for ch in short) or len(short) < 2 or short.isdigit():
+        found = _long_form_of(d, match)
+        if found is None:
             continue
-        sent = next(((s, e) for s, e in d.sentences if s <= match.start() < e), None)
-        if sent is None:
-            continue
-        before = list(WORD.finditer(d.text, sent[0], match.start()))
-        if not before:
-            continue
-        first = _find_long_form(before, short)
-        if first is None:
-            continue
-        lf_start, lf_end = before[first].start(), before[-1].end()
+        sent, lf_start, lf_end = found
         long_form = d.text[lf_start:lf_end]
         if long_form.lower() == short.lower() or len(long_form) <= len(short):
             continue
         sf_start = match.start(1)
         sf_span = d.span(sf_start, sf_start + len(short))
-        lf_span = d.span(lf_start, lf_end)
         labels = index.lookup(long_form) or index.lookup(singular_phrase(long_form))
         if not labels:
             labels = [lab for lab in _labels_in(prior, lf_start, lf_end)]
         if labels:
             for label in labels:
                 out.append(Candidate(sf_span, label.type, "acronym-definition",
-                                              label.concept, 0.85, long_form=long_form))
+                                     label.concept, 0.85, long_form=long_form))
             continue
         long_form, lf_end = _trim_generic_head(long_form, short, lf_start)
         lf_span = d.span(lf_start, lf_end)
@@ -149,14 +140,29 @@ def acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> list
             continue
         out.append(Candidate(lf_span, type_, "acronym-definition", None, 0.8))
         out.append(Candidate(sf_span, type_, "acronym-definition", None, 0.8,
-                                      long_form=long_form))
+                             long_form=long_form))
     return out
 
 
 
-def _labels_in(prior: Sequence[Candidate], start: int, end: int) -> list[_Label]:
+def _long_form_of(d: Document, match: re.Match) -> tuple[tuple[int, int], int, int] | None:
+    """The sentence and the (start, end) of the long form an "(ABC)" defines, if any."""
+    short = match.group(1)
+    if not any(ch.isupper() for ch in short) or len(short) < 2 or short.isdigit():
+        return None
+    sent = next(((s, e) for s, e in d.sentences if s <= match.start() < e), None)
+    if sent is None:
+        return None
+    before = list(WORD.finditer(d.text, sent[0], match.start()))
+    first = _find_long_form(before, short) if before else None
+    if first is None:
+        return None
+    return sent, before[first].start(), before[-1].end()
+
+
+def _labels_in(prior: Sequence[Candidate], start: int, end: int) -> list[Label]:
     """Vocabulary candidates spanning exactly [start, end)."""
-    return [_Label(c.concept, c.type) for c in prior
+    return [Label(c.concept, c.type) for c in prior
             if c.concept and c.span.start == start and c.span.end == end]
 
 

@@ -1,4 +1,5 @@
-"""The Extractor: vocabulary matches, then each rule family in turn, then selection and links.
+"""The Extractor: kg's spaCy pipeline (``kg.extract.components``) run over papers, each Doc
+turned into an ``Extraction``.
 
 >>> from kg.model import Paper
 >>> ex = Extractor().extract_one(Paper(id="p", abstract="We propose FooNet, a novel method. "
@@ -9,79 +10,83 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
-from kg.extract.acronyms import acronyms, inverse_acronyms
-from kg.extract.document import Document
-from kg.extract.links import links
-from kg.extract.names import context_names, list_types, trained_candidates
-from kg.extract.nlp import load_trained, split_words
-from kg.extract.proposals import proposals, retype_acronyms
-from kg.extract.select import inside_new_names, propagate, select
-from kg.extract.tasks import task_phrases
-from kg.extract.terms import term_candidates
 from kg.extract.text import clean_text
-from kg.extract.vocabulary import VocabularyMatcher, coordinated_names, versioned_names
 from kg.model import Extraction, Paper
 from kg.vocab import Vocabulary, load_vocabulary
 
-# The longest text extracted: spaCy's ``max_length``, which kg's rules ran under until they ran
-# without spaCy. Time grows faster than the length (3.3 s at 200,000 characters): a longer
-# "abstract" is a whole book or a broken file, and is refused rather than let stall a run.
+# The longest text extracted: spaCy's ``max_length``. Time grows faster than the length
+# (3.3 s at 200,000 characters): a longer "abstract" is a whole book or a broken file, and is
+# refused rather than let stall a run.
 MAX_CHARS = 1_000_000
+
+# Pipelines built in this process, by (vocabulary, model): building one costs ~0.6 s (the
+# PhraseMatcher over every label), and tests and `kg eval` make many Extractors. The
+# vocabulary object is kept with its pipeline, so an id is never reused while cached.
+_PIPELINES: OrderedDict[tuple[int, str], tuple[Vocabulary, object]] = OrderedDict()
+
+
+def _pipeline(vocab: Vocabulary, model: str):
+    key = (id(vocab), model)
+    if key not in _PIPELINES:
+        # Imported here, not at the top: spaCy takes 0.5 s to import, and kg.extract is read
+        # by commands that never extract (kg shared, kg --help).
+        from kg.extract.components import pipeline
+
+        _PIPELINES[key] = (vocab, pipeline(vocab, model))
+        while len(_PIPELINES) > 4:
+            _PIPELINES.popitem(last=False)
+    _PIPELINES.move_to_end(key)
+    return _PIPELINES[key][1]
 
 
 class Extractor:
-    """Builds the vocabulary matcher once; ``extract`` streams papers through the rules.
+    """kg's pipeline for one vocabulary; ``extract`` streams papers through ``nlp.pipe``.
 
-    ``trained_model`` names an installed spaCy pipeline (e.g. ``en_core_web_sm``) whose entity
-    recogniser may add candidates; the default needs none, and does not import spaCy.
+    ``model`` is "none" (the rules only) or "kg-span" (the rules plus the trained span model,
+    when installed; otherwise a KgError says so).
     """
 
-    def __init__(self, vocab: Vocabulary | None = None, trained_model: str | None = None) -> None:
+    def __init__(self, vocab: Vocabulary | None = None, model: str = "none") -> None:
         self.vocab = vocab or load_vocabulary()
-        self.index = self.vocab.label_index
-        self.matcher = VocabularyMatcher(self.vocab)
-        self.ner = load_trained(trained_model) if trained_model else None
+        self.model = model
+        self.nlp = _pipeline(self.vocab, model)
+
+    def __reduce__(self):
+        # Pickled as what builds it: its components are closures a Language cannot pickle,
+        # and unpickling a PhraseMatcher re-adds every pattern, as building does. (Only the
+        # vocabulary's parse is saved.)
+        return _restore, (self.vocab, self.model)
 
     def extract(self, papers: Iterable[Paper]) -> Iterator[Extraction]:
         """One Extraction per paper, in order."""
-        return map(self.extract_one, papers)
+        return map(_extraction, self.nlp.pipe(map(self._doc, papers)))
 
     def extract_one(self, paper: Paper) -> Extraction:
+        return next(self.extract([paper]))
+
+    def _doc(self, paper: Paper):
         if len(paper.text) > MAX_CHARS:
             raise ValueError(f"the text has {len(paper.text):,} characters, more than the "
                              f"{MAX_CHARS:,} the extractor takes")
-        text = clean_text(paper.text)
-        d = Document.of(paper, text)
-        found = self.matcher(text, *split_words(text))
-        found += versioned_names(self.index, list(d.names), text)
-        found += coordinated_names(self.index, text)
-        found += acronyms(self.index, d, found)
-        found += inverse_acronyms(self.index, d, found)
-        proposed = proposals(self.index, d, found)
-        found = retype_acronyms([*found, *proposed.candidates], proposed.types)
-        found += context_names(self.index, d)
-        found += task_phrases(d, found)
-        terms = term_candidates(d, found)
-        found += [c for c, strong in terms if strong]
-        if self.ner is not None:
-            found += trained_candidates(self.ner, d)
-        chosen = select(found)
-        chosen = propagate(d, chosen)
-        chosen = inside_new_names(found, chosen)
-        chosen = list_types(chosen, text)
-        found_links = links(d, chosen, proposed.proposed)
-        # Rules read the cleaned text; a mention's text is always the paper's own
-        # ("k$-means", not "k -means"), whichever process extracted it.
-        source = paper.text
-        chosen = [c if c.span.text == source[c.span.start:c.span.end] else
-                  replace(c, span=d.span(c.span.start, c.span.end)) for c in chosen]
-        pending = [c for c, strong in terms if not strong and not any(
-            o.span.start < c.span.end and c.span.start < o.span.end for o in chosen)]
-        return Extraction(paper, tuple(chosen), tuple(found_links), proposed.label, d.sentences,
-                          tuple(pending))
+        doc = self.nlp.make_doc(clean_text(paper.text))
+        doc._.kg_paper = paper
+        return doc
+
+
+def _restore(vocab: Vocabulary, model: str) -> Extractor:
+    ex = Extractor.__new__(Extractor)
+    ex.vocab, ex.model, ex.nlp = vocab, model, _pipeline(vocab, model)
+    return ex
+
+
+def _extraction(doc) -> Extraction:
+    state = doc._.kg
+    return Extraction(state.document.paper, tuple(state.chosen), tuple(state.links),
+                      state.proposals.label, state.document.sentences, tuple(state.pending))
 
 
 def relabel(paper: Paper, extraction: Extraction) -> Paper:

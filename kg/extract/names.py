@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from kg.extract.document import Document
-from kg.extract.vocabulary import LabelIndex
 from kg.extract.words import (
     CAMEL,
     CAMEL_STOP,
@@ -25,8 +24,8 @@ from kg.extract.words import (
     MODEL_AFTER,
     NUMBER_FORMAT,
     SIZE,
-    is_name_token,
 )
+from kg.labels import LabelIndex
 from kg.model import Candidate
 
 
@@ -92,10 +91,3 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
             # "surpasses the RVT baseline", "the PPO algorithm": a method by name
             out.append(Candidate(span, "Method", "context-method", None, 0.65))
     return out
-
-
-def trained_candidates(ner, d: Document) -> list[Candidate]:
-    """PRODUCT/ORG entities of an installed trained spaCy pipeline, as coined names."""
-    return [Candidate(d.span(ent.start_char, ent.end_char), "Method", "named-entity", None, 0.5)
-            for ent in ner(d.paper.text).ents
-            if ent.label_ in ("PRODUCT", "ORG") and is_name_token(ent.text)]

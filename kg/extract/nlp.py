@@ -1,10 +1,7 @@
-"""Tokens: kg's regex tokenizer, and the optional trained spaCy pipeline.
+"""Tokens: kg's regex tokenizer, registered with spaCy as ``kg.tokenizer.v1``.
 
-The default pipeline needs no spaCy model and no spaCy ``Language``: its rules read the text,
-its sentences (``kg.extract.text.sentence_offsets``) and these words, never a spaCy ``Doc``.
-Running them inside ``spacy.blank("en")``, as kg first did, produced the same extractions and
-cost every process 0.6 s to import spaCy and build the blank pipeline, and every paper a
-``Doc`` nobody read. spaCy is imported only for ``--spacy-model``.
+kg's pipeline (``kg.extract.components``) makes its Docs with it, and the vocabulary's phrases
+are split the same way, so "ResNet-18" in a label and in a text are the same tokens.
 
 >>> split_words("LLaMA-2-7B, e.g. 6.66")[0]
 ['LLaMA', '-', '2', '-', '7B', ',', 'e.g.', '6.66']
@@ -13,6 +10,9 @@ cost every process 0.6 s to import spaCy and build the blank pipeline, and every
 from __future__ import annotations
 
 import re
+
+import spacy
+from spacy.tokens import Doc
 
 TOKEN = re.compile(r"\d+(?:[.,]\d+)+|(?:e\.g|i\.e|etc|et al|vs|cf|Fig|Eq|resp|approx|w\.r\.t)\."
                     r"|[^\W_]+|\S")
@@ -48,19 +48,6 @@ def split_words(text: str) -> tuple[list[str], list[bool]]:
     return words, spaces
 
 
-def load_trained(name: str):
-    """An installed trained spaCy pipeline (its NER may add candidates), or a clear KgError."""
-    import spacy
-
-    from kg.errors import KgError
-
-    try:
-        return spacy.load(name, disable=["parser", "lemmatizer"])
-    except OSError as exc:
-        raise KgError(f"spaCy pipeline {name!r} is not installed ({exc}); install its package or "
-                      "drop --spacy-model (the default pipeline needs no model)") from exc
-
-
 class KgTokenizer:
     """kg's tokenizer as a spaCy tokenizer: ``split_words`` turned into a ``Doc``.
 
@@ -71,9 +58,7 @@ class KgTokenizer:
     def __init__(self, vocab) -> None:
         self.vocab = vocab
 
-    def __call__(self, text: str):
-        from spacy.tokens import Doc
-
+    def __call__(self, text: str) -> Doc:
         words, spaces = split_words(text)
         return Doc(self.vocab, words=words, spaces=spaces)
 
@@ -96,9 +81,7 @@ class KgTokenizer:
 
 
 def register_tokenizer() -> None:
-    """Register ``kg.tokenizer.v1`` with spaCy (idempotent; imports spaCy)."""
-    import spacy
-
+    """Register ``kg.tokenizer.v1`` with spaCy (idempotent)."""
     if "kg.tokenizer.v1" not in spacy.registry.tokenizers.get_all():
         spacy.registry.tokenizers.register("kg.tokenizer.v1",
                                            func=lambda: lambda nlp: KgTokenizer(nlp.vocab))

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kg.extract.document import Document
-from kg.extract.text import label_key, singular
-from kg.extract.vocabulary import LabelIndex
+from kg.extract.text import singular
 from kg.extract.words import (
     APPOSITIVE,
     DATASET_AFTER,
@@ -34,6 +33,7 @@ from kg.extract.words import (
     STOP_NAMES,
     is_name_token,
 )
+from kg.labels import LabelIndex, label_key
 from kg.model import Candidate
 
 
@@ -80,23 +80,44 @@ def _name_at(text: str, pos: int) -> tuple[int, int] | None:
 def proposals(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> Proposals:
     """Names the paper introduces; ``prior`` holds the candidates of the earlier rules."""
     text = d.text
+    # start, end, type, description, strength of the type evidence
+    found = [*_after_cues(text), *_appositives(d), *_dubbed(d), *_title_name(d), *_headed(d)]
+    typed = _types(text, found, prior)
     out: list[Candidate] = []
     proposed: set[str] = set()
     label: str | None = None
-    found: list[tuple] = []  # start, end, type, description, strength of the type evidence
+    seen: set[tuple[int, int]] = set()
+    for start, end, _, description, _ in found:
+        name = text[start:end].strip()
+        type_ = typed[label_key(name)]
+        end = start + len(name)
+        if (start, end) in seen or not name or name.lower() in ("it", "this", "them"):
+            continue
+        seen.add((start, end))
+        labels = index.lookup(name)
+        concept = next((lab.concept for lab in labels if lab.type == type_), None)
+        out.append(Candidate(d.span(start, end), type_, "proposed-name", concept, 0.85))
+        proposed.add(label_key(name))
+        if label is None:
+            label = f"{name}: {description}" if description else name
+    return Proposals(tuple(out), typed, frozenset(proposed), label)
+
+
+def _after_cues(text: str) -> list[tuple]:
+    """What follows "we propose / introduce / present …"."""
+    found: list[tuple] = []
     for cue in PROPOSE_CUE.finditer(text):
         det = DETERMINERS.match(text, cue.end())
         pos = det.end() if det else cue.end()
         named = _name_at(text, pos)
-        rest_start = named[1] if named else pos
         if named is None:
             # lowercase noun phrase before ", a novel …": "we introduce model folding, a novel"
             np_ = re.match(r"([a-z][\w\-]*(?:\s+[a-z][\w\-]*){0,3})(?=\s*(?:\([^)]{1,15}\))?,\s+"
                            r"(?:a|an)\s)", text[pos:])
             if np_ and APPOSITIVE.match(text, pos + np_.end()):
                 named = (pos, pos + np_.end())
-                rest_start = named[1]
         if named is None:
+            # "we propose a new benchmark, called X"
             naming = NAMING_CUE.search(text, pos, min(len(text), pos + 200))
             if naming and "." not in text[pos:naming.start()]:
                 named = _name_at(text, naming.end())
@@ -104,56 +125,87 @@ def proposals(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> Pro
                     found.append((*named, _head_type(text[pos:naming.start()]),
                                   text[pos:naming.start()].strip(" ,"), 2))
             continue
-        tail = text[rest_start:rest_start + 160]
-        appos = APPOSITIVE.match(tail) or re.match(r"\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an)\s",
-                                                     tail)
-        description = ""
-        if appos:
-            description = re.split(r"[.;]", tail[appos.start():].lstrip(" ,"), maxsplit=1)[0]
-            description = re.sub(r"^\([^)]*\)\s*,?\s*", "", description).strip(" ,")
-        after = re.match(r"\s+([A-Za-z]+)", text[named[1]:named[1] + 30])
-        if description:
-            type_, strength = _head_type(description), 2
-        elif after and singular(after.group(1).lower()) in (DATASET_HEADS | MODEL_HEADS |
-                                                             GENERIC_HEADS):
-            type_, strength = _head_type(after.group(1)), 2  # "the W4NT3D benchmark"
-        else:  # "a Latent Structural Diffusion Model": the name's own head word
-            type_ = _head_type(text[named[0]:named[1]].split()[-1])
-            strength = 2 if type_ != "Method" else 0
-        found.append((*named, type_, description, strength))
-    # "X, a novel …" anywhere, and "dubbed X"
+        found.append((*named, *_described(text, named)))
+    return found
+
+
+def _described(text: str, named: tuple[int, int]) -> tuple[str, str, int]:
+    """A proposed name's type, description and strength of the type evidence, from what
+    follows it: ", a benchmark for …", "the W4NT3D benchmark", else its own head word."""
+    tail = text[named[1]:named[1] + 160]
+    appos = APPOSITIVE.match(tail) or re.match(r"\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an)\s",
+                                                 tail)
+    description = ""
+    if appos:
+        description = re.split(r"[.;]", tail[appos.start():].lstrip(" ,"), maxsplit=1)[0]
+        description = re.sub(r"^\([^)]*\)\s*,?\s*", "", description).strip(" ,")
+    after = re.match(r"\s+([A-Za-z]+)", text[named[1]:named[1] + 30])
+    if description:
+        return _head_type(description), description, 2
+    if after and singular(after.group(1).lower()) in (DATASET_HEADS | MODEL_HEADS |
+                                                       GENERIC_HEADS):
+        return _head_type(after.group(1)), description, 2  # "the W4NT3D benchmark"
+    # "a Latent Structural Diffusion Model": the name's own head word
+    type_ = _head_type(text[named[0]:named[1]].split()[-1])
+    return type_, description, 2 if type_ != "Method" else 0
+
+
+def _appositives(d: Document) -> list[tuple]:
+    """"X, a novel …" anywhere."""
+    found: list[tuple] = []
     for m in d.names:
-        appos = APPOSITIVE.match(text, m.end())
+        appos = APPOSITIVE.match(d.text, m.end())
         if appos:
-            description = re.split(r"[.;]", text[appos.start():appos.start() + 160].lstrip(" ,"),
-                                   maxsplit=1)[0]
+            description = re.split(r"[.;]", d.text[appos.start():appos.start() + 160].lstrip(
+                " ,"), maxsplit=1)[0]
             found.append((m.start(), m.end(), _head_type(description), description.strip(" ,"),
                           2))
+    return found
+
+
+def _dubbed(d: Document) -> list[tuple]:
+    """"dubbed X", "called X": names (or Title Case runs) after a naming cue."""
+    text = d.text
+    found: list[tuple] = []
     for m in NAMING_CUE.finditer(text):
         named = _name_at(text, m.end())
-        if (named and is_name_token(text[named[0]:named[1]].split()[0])) or (
-            named and " " in text[named[0]:named[1]]
-        ):
+        if named and (is_name_token(text[named[0]:named[1]].split()[0])
+                      or " " in text[named[0]:named[1]]):
             sent = d.sentence_of(m.start())
             found.append((*named, _head_type(text[sent.start:m.start()][-60:]), "", 1))
+    return found
+
+
+def _title_name(d: Document) -> list[tuple]:
+    """"Name: what it is" titles."""
     title = d.paper.title
-    if title:
-        head = re.match(r"\s*([A-Za-z][\w\-.]*(?:\s[A-Z][\w\-.]*){0,2})\s*:\s+(\S.*)", title)
-        if head and any(is_name_token(w) for w in head.group(1).split()):
-            found.append((head.start(1), head.end(1), _head_type(head.group(2)),
-                          head.group(2).strip(), 1))
+    if not title:
+        return []
+    head = re.match(r"\s*([A-Za-z][\w\-.]*(?:\s[A-Z][\w\-.]*){0,2})\s*:\s+(\S.*)", title)
+    if head and any(is_name_token(w) for w in head.group(1).split()):
+        return [(head.start(1), head.end(1), _head_type(head.group(2)), head.group(2).strip(), 1)]
+    return []
+
+
+def _headed(d: Document) -> list[tuple]:
+    """"our framework X", "we propose a model, X": a name after a head word."""
+    text = d.text
+    found: list[tuple] = []
     for m in d.names:
         sent = d.sentence_of(m.start())
         before = text[max(sent.start, m.start() - 60):m.start()]
         head_m = HEAD_BEFORE_NAME.search(before)
-        if (head_m and PROPOSE_WORD.search(text[sent.start:m.start()])) or (
-            head_m and re.search(r"\b(?:our|the proposed)\s+\w*\s*$",
-                                 before[:head_m.start()], re.IGNORECASE)
-        ):
+        if head_m and (PROPOSE_WORD.search(text[sent.start:m.start()]) or re.search(
+                r"\b(?:our|the proposed)\s+\w*\s*$", before[:head_m.start()], re.IGNORECASE)):
             found.append((m.start(), m.end(), _head_type(head_m.group("head")), "", 2))
-    # One type per proposed name, from the strongest evidence: how the abstract uses it
-    # ("Sheared-LLaMA models") > how it describes it ("X, a benchmark") > the title > Method.
-    # A short form and its long form ("SemiReward" / "Semi-supervised Reward") are one name.
+    return found
+
+
+def _types(text: str, found: list[tuple], prior: Sequence[Candidate]) -> dict[str, str]:
+    """One type per proposed name (by label key), from the strongest evidence: how the abstract
+    uses it ("Sheared-LLaMA models") > how it describes it ("X, a benchmark") > the title >
+    Method. A short form and its long form ("SemiReward" / "Semi-supervised Reward") are one
+    name."""
     group = {label_key(c.span.text): label_key(c.long_form) for c in prior
              if c.rule == "acronym-definition" and c.long_form and c.concept is None}
     best: dict[str, tuple[int, int, str]] = {}
@@ -172,22 +224,7 @@ def proposals(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> Pro
     for short, long in group.items():
         if short in typed and long not in typed:
             typed[long] = typed[short]
-    found = [(s_, e_, typed[label_key(text[s_:e_].strip())], desc)
-             for s_, e_, _, desc, _ in found]
-    seen: set[tuple[int, int]] = set()
-    for start, end, type_, description in found:
-        name = text[start:end].strip()
-        end = start + len(name)
-        if (start, end) in seen or not name or name.lower() in ("it", "this", "them"):
-            continue
-        seen.add((start, end))
-        labels = index.lookup(name)
-        concept = next((lab.concept for lab in labels if lab.type == type_), None)
-        out.append(Candidate(d.span(start, end), type_, "proposed-name", concept, 0.85))
-        proposed.add(label_key(name))
-        if label is None:
-            label = f"{name}: {description}" if description else name
-    return Proposals(tuple(out), typed, frozenset(proposed), label)
+    return typed
 
 
 def retype_acronyms(candidates: Sequence[Candidate], types: dict[str, str]) -> list[Candidate]:

@@ -6,8 +6,9 @@ True
 
 from __future__ import annotations
 
-import functools
 import re
+
+from kg.labels import label_key
 
 LATEX_CMD = re.compile(r"\\[A-Za-z]+")
 MARKUP = re.compile(r"[*{}$\\~^_]")
@@ -21,16 +22,6 @@ def clean_text(text: str) -> str:
     """
     text = LATEX_CMD.sub(lambda m: " " * len(m.group(0)), text)
     return MARKUP.sub(" ", text)
-
-
-@functools.lru_cache(maxsize=1 << 16)  # called for every candidate, often on the same words
-def label_key(text: str) -> str:
-    """Lookup key that ignores case, spaces, hyphens and dots: ResNet-18 = resnet18.
-
-    >>> label_key("ResNet-18") == label_key("Resnet18") == label_key("resnet 18")
-    True
-    """
-    return re.sub(r"[\s\-_.]", "", text.casefold())
 
 
 def singular(word: str) -> str:
@@ -62,16 +53,6 @@ def match_key(text: str) -> str:
     """
     key = label_key(singular_phrase(text.strip()))
     return key[:-1] if key.endswith(("che", "she")) else key
-
-
-def is_acronym_like(label: str) -> bool:
-    """Short labels with two or more capitals are matched case-sensitively ("RL", "BLEU").
-
-    >>> is_acronym_like("BERT"), is_acronym_like("GPT-4"), is_acronym_like("Lipschitz")
-    (True, True, False)
-    """
-    letters = [ch for ch in label if ch.isalpha()]
-    return len(letters) <= 5 and sum(ch.isupper() for ch in letters) >= 2
 
 
 def variants(label: str) -> set[str]:

@@ -206,6 +206,24 @@ PRIOR_WORK_BEFORE = re.compile(
     r"adopt|focus|require)|researchers\s+(?:have|had)|(?:have|has)\s+been\s+(?:proposed|"
     r"developed|introduced|studied|explored))\b",
     re.IGNORECASE)
+# Background: a sentence about the field, not this paper ("LLMs have shown…", "RL has been
+# applied to…", "Recent advances in X…"). What it names as its subject is a mention: hub
+# techniques (large language models, RL, fine-tuning) linked every paper that opened so.
+BACKGROUND_OPENER = re.compile(
+    r"^\W*(?:(?:in\s+)?recent\s+years\W+|recently\W+|nowadays\W+)?(?:with\s+)?(?:the\s+)?"
+    r"(?:(?:recent|rapid|remarkable|significant|tremendous|impressive)\s+)*(?:advances?|"
+    r"advancements?|progress|developments?|breakthroughs?|success(?:es)?|rise|advent|emergence|"
+    r"popularity|proliferation)\s+(?:in|of)\s+[^,;:]{0,80}", re.IGNORECASE)
+BACKGROUND_VERB = re.compile(
+    r"^\W*(?:(?:in\s+)?recent\s+years\W+|recently\W+|nowadays\W+)?(?:(?!\b(?:we|our|this|"
+    r"here|in)\b)[^,;:()])+?\s(?:ha(?:s|ve)\s+(?:recently\s+|also\s+|already\s+)?(?:shown|"
+    r"demonstrated|achieved|emerged|become|gained|attracted|revolutioni[sz]ed|transformed|made|"
+    r"exhibited|proven|garnered|enabled|been\s+(?:widely\s+|successfully\s+|increasingly\s+|"
+    r"extensively\s+)?(?:applied|used|adopted|deployed|employed|studied|explored))|(?:are|is)\s+"
+    r"(?:increasingly|widely|commonly)\s+(?:used|adopted|deployed|employed|applied)|(?:show|"
+    r"exhibit|demonstrate|achieve)s?\s+(?:remarkable|impressive|great|strong|promising|"
+    r"exceptional|outstanding|significant|tremendous|substantial)|excels?\s+(?:at|in))\b",
+    re.IGNORECASE)
 INSPIRED_BY = re.compile(r"\binspired\s+by\b[^,;]*$", re.IGNORECASE)
 CONTRAST_CUE = re.compile(r"(?i)unlike|in\s+contrast|as\s+opposed|contrary|compared|"
                           r"in\s+comparison|than|rather|instead|alternative|replac")
