@@ -1,0 +1,209 @@
+"""kg-span: a small spaCy ``ner`` model trained on kg's own rule output (AutoNER-style silver
+data), whose spans add to the rules' candidates.
+
+The model ships inside the package (``kg/extract/models/kg-span``, rebuilt by
+``scripts/train-span-model`` from ``training/kg-span.cfg``); ``load`` needs no download. What it
+adds and how it is measured: ``docs/span-model.md``.
+
+- ``silver_doc`` turns one paper's rule output into a training ``Doc``: the rules' candidates are
+  entities, the spans the rules are unsure of are *missing* (out of the loss, neither entity nor
+  "outside"), every other token is "outside".
+- ``predict`` runs the model (a beam of 4, so each span has a probability) over texts in batches.
+- ``model_candidates`` turns one text's predicted spans into ``Candidate`` s with rule ``"model"``:
+  spans no rule candidate touches, above their type's threshold (chosen on the dev gold set,
+  kept in the model's ``meta.json``), typed by the vocabulary where the vocabulary knows the
+  name; and a name the rules found but could not place in the vocabulary may be retyped
+  ("CityPersons": Method → Dataset) when the model is sure of it.
+
+>>> import spacy
+>>> from kg.extract.nlp import register_tokenizer
+>>> register_tokenizer()
+>>> nlp = spacy.blank("en", config={"nlp": {"tokenizer": {"@tokenizers": "kg.tokenizer.v1"}}})
+>>> doc = silver_doc(nlp, "We train FooNet on ImageNet-1k with Adam.",
+...                  [(9, 15, "Method"), (19, 30, "Dataset")], unsure=[(36, 40)])
+>>> [(e.text, e.label_) for e in doc.ents], [t.ent_iob_ for t in doc][-2:]
+([('FooNet', 'Method'), ('ImageNet-1k', 'Dataset')], ['', 'O'])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kg.errors import KgError
+from kg.model import Candidate, Span
+
+MODELS = Path(__file__).parent / "models"
+DEFAULT = "kg-span"
+BEAM_WIDTH = 4
+# The rules' type of a concept-less name is replaced only when the model is this sure of
+# another type (the rules' context types are right far more often than not).
+RETYPE_CONFIDENCE = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpan:
+    """A span the model predicts: character offsets, type and probability (beam-marginal)."""
+
+    start: int
+    end: int
+    type: str
+    confidence: float
+
+
+def shipped() -> list[str]:
+    """The names of the models shipped in the package."""
+    if not MODELS.is_dir():
+        return []
+    return sorted(p.name for p in MODELS.iterdir() if (p / "config.cfg").is_file())
+
+
+def load(name: str = DEFAULT):
+    """The span model ``name`` (a model shipped in the package, or a model directory) as a
+    spaCy ``Language``; a clear KgError when it is absent or broken.
+
+    >>> load("no-such-model")
+    Traceback (most recent call last):
+    ...
+    kg.errors.KgError: no span model 'no-such-model' (shipped: kg-span); \
+rebuild it with scripts/train-span-model
+    """
+    import spacy
+
+    from kg.extract.nlp import register_tokenizer
+
+    path = Path(name) if ("/" in name or name.startswith(".")) else MODELS / name
+    if not (path / "config.cfg").is_file() or not (path / "ner" / "model").is_file():
+        raise KgError(f"no span model {name!r} (shipped: {', '.join(shipped()) or 'none'}); "
+                      "rebuild it with scripts/train-span-model")
+    register_tokenizer()
+    try:
+        nlp = spacy.load(path)
+    except Exception as exc:  # a truncated or foreign directory: say which and how to fix it
+        raise KgError(f"span model {name!r} at {path} does not load ({type(exc).__name__}: "
+                      f"{exc}); rebuild it with scripts/train-span-model") from exc
+    if not nlp.get_pipe("ner").labels:
+        raise KgError(f"span model {name!r} at {path} has no entity labels; rebuild it")
+    return nlp
+
+
+def thresholds(model_nlp) -> dict[str, float]:
+    """Per-type confidence thresholds kept in the model's meta (absent type: never added)."""
+    return dict(model_nlp.meta.get("kg", {}).get("thresholds", {}))
+
+
+def predict(model_nlp, texts: Iterable[str], batch_size: int = 64) -> Iterator[list[ModelSpan]]:
+    """Each text's predicted spans, best parse of a beam of ``BEAM_WIDTH``, with the
+    probability the beam gives each span. Deterministic: the model is used as shipped, no
+    dropout."""
+    tok2vec = model_nlp.get_pipe("tok2vec")
+    ner = model_nlp.get_pipe("ner")
+    batch: list[str] = []
+    for text in texts:
+        batch.append(text)
+        if len(batch) == batch_size:
+            yield from _predict_batch(model_nlp, tok2vec, ner, batch)
+            batch = []
+    if batch:
+        yield from _predict_batch(model_nlp, tok2vec, ner, batch)
+
+
+def _predict_batch(model_nlp, tok2vec, ner, texts: list[str]) -> Iterator[list[ModelSpan]]:
+    docs = list(tok2vec.pipe(model_nlp.make_doc(t) for t in texts))
+    beams = ner.beam_parse(docs, beam_width=BEAM_WIDTH)
+    scored = ner.scored_ents(beams)
+    ner.set_annotations(docs, beams)
+    for doc, scores in zip(docs, scored, strict=True):
+        yield [ModelSpan(e.start_char, e.end_char, e.label_,
+                         round(float(scores.get((e.start, e.end, e.label_), 0.0)), 4))
+               for e in doc.ents]
+
+
+def model_candidates(model_nlp, text: str, rule_candidates: Sequence[Candidate], *,
+                     index=None, spans: Sequence[ModelSpan] | None = None) -> list[Candidate]:
+    """The model's candidates for ``text`` (``spans``: its ``predict`` output, computed here
+    when not given), given every candidate the rules found.
+
+    A span touching no rule candidate is added when its confidence reaches its type's
+    threshold; if the vocabulary (``index``, a ``kg.extract.LabelIndex``) knows the name, the
+    vocabulary's type and concept win. A span equal to a concept-less rule candidate of another
+    type, and at least ``RETYPE_CONFIDENCE`` sure, is returned too: the caller puts it in that
+    candidate's place (the rules left the name unknown; the model reads its context). Spans
+    overlapping any other rule candidate are dropped: where the rules speak, they win.
+    """
+    if spans is None:
+        spans = next(predict(model_nlp, [text]))
+    limits = thresholds(model_nlp)
+    out: list[Candidate] = []
+    for s in spans:
+        limit = limits.get(s.type)
+        if limit is None or s.confidence < limit:
+            continue
+        surface = text[s.start:s.end]
+        touching = [c for c in rule_candidates
+                    if c.span.start < s.end and s.start < c.span.end]
+        if touching:
+            same = [c for c in touching if (c.span.start, c.span.end) == (s.start, s.end)]
+            if (len(same) == len(touching) and all(c.concept is None for c in same)
+                    and all(c.type != s.type for c in same)
+                    and s.confidence >= RETYPE_CONFIDENCE):
+                out.append(Candidate(Span(surface, s.start, s.end), s.type, "model", None,
+                                     s.confidence))
+            continue
+        known = index.lookup(surface) if index is not None else []
+        if known:
+            out.extend(Candidate(Span(surface, s.start, s.end), label.type, "model",
+                                 label.concept, s.confidence) for label in known)
+        else:
+            out.append(Candidate(Span(surface, s.start, s.end), s.type, "model", None,
+                                 s.confidence))
+    return out
+
+
+def merge(rule_candidates: Sequence[Candidate], model: Sequence[Candidate]) -> list[Candidate]:
+    """The rule candidates with ``model_candidates`` added: a model candidate on exactly the
+    span of a concept-less rule candidate replaces it (a retype), any other is appended.
+
+    >>> r = Candidate(Span("CityPersons", 0, 11), "Method", "context-method", None, 0.65)
+    >>> m = Candidate(Span("CityPersons", 0, 11), "Dataset", "model", None, 0.95)
+    >>> [(c.type, c.rule) for c in merge([r], [m])]
+    [('Dataset', 'model')]
+    """
+    retyped = {(c.span.start, c.span.end) for c in model}
+    kept = [c for c in rule_candidates
+            if c.concept is not None or (c.span.start, c.span.end) not in retyped]
+    return [*kept, *model]
+
+
+def silver_doc(nlp, text: str, entities: Sequence[tuple[int, int, str]],
+               unsure: Sequence[tuple[int, int]] = ()):
+    """A training ``Doc``: ``entities`` (char offsets and type; the longest wins an overlap)
+    as entities, ``unsure`` spans missing (out of the loss), every other token outside."""
+    doc = nlp.make_doc(text)
+    ents = []
+    taken: set[int] = set()
+    for start, end, label in sorted(entities, key=lambda e: (e[0] - e[1], e[0], e[2])):
+        span = doc.char_span(start, end, label=label, alignment_mode="contract")
+        if span is None or len(span) == 0 or taken & set(range(span.start, span.end)):
+            continue
+        ents.append(span)
+        taken.update(range(span.start, span.end))
+    missing = []
+    for start, end in sorted(unsure):
+        span = doc.char_span(start, end, alignment_mode="expand")
+        if span is None or len(span) == 0 or taken & set(range(span.start, span.end)):
+            continue
+        missing.append(span)
+        taken.update(range(span.start, span.end))
+    doc.set_ents(sorted(ents, key=lambda s: s.start), missing=missing, default="outside")
+    return doc
+
+
+def write_thresholds(path: Path, limits: dict[str, float], extra: dict | None = None) -> None:
+    """Store per-type thresholds (and notes) under ``"kg"`` in a model's meta.json."""
+    meta_path = path / "meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["kg"] = {"thresholds": dict(sorted(limits.items())), **(extra or {})}
+    meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
