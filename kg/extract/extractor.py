@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
+from kg.extract import span_model
 from kg.extract.acronyms import acronyms, inverse_acronyms
 from kg.extract.document import Document
 from kg.extract.links import links
@@ -43,13 +44,24 @@ class Extractor:
         self.vocab = vocab or load_vocabulary()
         self.index = self.vocab.label_index
         self.matcher = VocabularyMatcher(self.vocab)
-        self.ner = load_trained(trained_model) if trained_model else None
+        # Measurement hook (issue 23): a kg span model (``kg-span`` or a model directory) adds
+        # its candidates to the rules'; any other name is an installed spaCy pipeline.
+        self.span_model = None
+        self.ner = None
+        if trained_model and (trained_model in span_model.shipped() or "/" in trained_model):
+            self.span_model = span_model.load(trained_model)
+        elif trained_model:
+            self.ner = load_trained(trained_model)
 
     def extract(self, papers: Iterable[Paper]) -> Iterator[Extraction]:
         """One Extraction per paper, in order."""
-        return map(self.extract_one, papers)
+        if self.span_model is None:
+            return map(self.extract_one, papers)
+        papers = list(papers)  # the model reads them in batches
+        predicted = span_model.predict(self.span_model, (p.text for p in papers))
+        return map(self.extract_one, papers, predicted)
 
-    def extract_one(self, paper: Paper) -> Extraction:
+    def extract_one(self, paper: Paper, predicted=None) -> Extraction:
         if len(paper.text) > MAX_CHARS:
             raise ValueError(f"the text has {len(paper.text):,} characters, more than the "
                              f"{MAX_CHARS:,} the extractor takes")
@@ -66,6 +78,9 @@ class Extractor:
         found += task_phrases(d, found)
         terms = term_candidates(d, found)
         found += [c for c, strong in terms if strong]
+        if self.span_model is not None:
+            found = span_model.merge(found, span_model.model_candidates(
+                self.span_model, paper.text, found, index=self.index, spans=predicted))
         if self.ner is not None:
             found += trained_candidates(self.ner, d)
         chosen = select(found)
