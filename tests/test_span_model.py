@@ -5,6 +5,7 @@ the loss."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -22,9 +23,9 @@ from kg.pipeline import extractor
 from kg.vocab import load_vocabulary
 
 # A SciREX train paper (evaluation data, never trained on), read in place from the shared
-# corpora: "End-To-End Memory Networks", whose abstract calls the model "an extension of
-# RNNsearch", a name the vocabulary does not list.
-SCIREX_DOC = "10ebd5c40277ecba4ed45d3dc12f9f1226720523"
+# corpora: "GANs Trained by a Two Time-Scale Update Rule Converge to a Local Nash Equilibrium",
+# whose abstract names its method TTUR four times, a name the vocabulary does not list.
+SCIREX_DOC = "231af7dc01a166cac3b5b01ca05778238f796e41"
 ABSTRACT = "We fine-tune Mistral-7B with LoRA on GSM8K and report accuracy."
 
 
@@ -54,7 +55,11 @@ def _scirex_text(corpora_dir) -> str:
         record = json.loads(line) if SCIREX_DOC in line else {}
         if record.get("doc_id") == SCIREX_DOC:
             start, end = record["sections"][0]  # "document : <title> <abstract>"
-            return " ".join(record["words"][start + 2:end])
+            text = " ".join(record["words"][start + 2:end])
+            # SciREX's tokens joined as written: "time-scale", "(TTUR)", "GANs."
+            text = re.sub(r" ([-/]) ", r"\1", text)
+            text = re.sub(r" ([,.;:)\]?!%])", r"\1", text)
+            return re.sub(r"([(\[]) ", r"\1", text)
     raise AssertionError(f"SciREX paper {SCIREX_DOC} not found")
 
 
@@ -70,9 +75,9 @@ def test_the_model_adds_a_name_the_rules_and_the_vocabulary_miss(model, corpora_
     text = _scirex_text(corpora_dir)
     index = LabelIndex(load_vocabulary())
     rules = extractor().extract_one(Paper(id="p", abstract=text)).candidates
-    assert "RNNsearch" not in {c.span.text for c in rules} and not index.lookup("RNNsearch")
+    assert "TTUR" not in {c.span.text for c in rules} and not index.lookup("TTUR")
     added = span_model.model_candidates(model, text, rules, index=index)
-    assert ("RNNsearch", "Method", "model") in {(c.span.text, c.type, c.rule) for c in added}
+    assert ("TTUR", "Method", "model") in {(c.span.text, c.type, c.rule) for c in added}
     assert all(not any(r.span.start < c.span.end and c.span.start < r.span.end for r in rules)
                for c in added if c.concept is None and c.type != "Dataset")
 
@@ -108,17 +113,21 @@ def test_the_vocabulary_type_wins_and_rule_spans_are_not_overridden():
     nlp = _blank()
     nlp.meta["kg"] = {"thresholds": {"Method": 0.5, "Dataset": 0.5}}
     index = LabelIndex(load_vocabulary())
-    text = "We test ImageNet and ZorbNet on QuuxBench."
+    text = "We test ImageNet and ZorbNet on QuuxBench. QuuxBench is hard."
     rule = Candidate(Span("QuuxBench", 32, 41), "Method", "context-method", None, 0.65)
-    spans = [span_model.ModelSpan(8, 16, "Method", 0.9),   # the vocabulary says Dataset
+    spans = [span_model.ModelSpan(8, 16, "Method", 1.0),   # the vocabulary says Dataset
              span_model.ModelSpan(21, 28, "Method", 0.4),  # under the threshold
-             span_model.ModelSpan(32, 41, "Dataset", 0.95)]  # a retype of a concept-less name
+             span_model.ModelSpan(32, 41, "Dataset", 1.0),  # a retype of a concept-less name
+             span_model.ModelSpan(43, 52, "Dataset", 1.0)]  # the same name, no rule there
     found = span_model.model_candidates(nlp, text, [rule], index=index, spans=spans)
-    assert [(c.span.text, c.type, c.concept is not None) for c in found] == [
-        ("ImageNet", "Dataset", True), ("QuuxBench", "Dataset", False)]
-    spans[2] = span_model.ModelSpan(32, 41, "Dataset", 0.6)  # not sure enough to retype
-    assert [c.span.text for c in span_model.model_candidates(
-        nlp, text, [rule], index=index, spans=spans)] == ["ImageNet"]
+    assert [(c.span.start, c.span.text, c.type, c.concept is not None) for c in found] == [
+        (8, "ImageNet", "Dataset", True), (32, "QuuxBench", "Dataset", False),
+        (43, "QuuxBench", "Dataset", False)]
+    assert [(c.type, c.rule) for c in span_model.merge([rule], found)
+            if c.span.start == 32] == [("Dataset", "model")]
+    # Found once, a name is not sure enough (0.85) to overrule the rules' type.
+    found = span_model.model_candidates(nlp, text, [rule], index=index, spans=spans[:3])
+    assert [c.span.text for c in found] == ["ImageNet"]
 
 
 def test_the_wheel_ships_the_model(tmp_path):
