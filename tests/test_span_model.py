@@ -4,6 +4,7 @@ the loss."""
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shutil
@@ -90,9 +91,19 @@ def test_a_missing_or_emptied_model_is_a_clear_error(tmp_path):
     (copy / "ner" / "model").write_bytes(b"")
     with pytest.raises(KgError, match="does not load"):
         span_model.load(str(copy))
+    assert gc.isenabled()  # srsly's failed read had left the cycle collector off
     shutil.rmtree(copy / "ner")
     with pytest.raises(KgError, match="no span model"):
         span_model.load(str(copy))
+
+
+def test_loading_leaves_a_paused_cycle_collector_paused():
+    gc.disable()  # as a kg build runs
+    try:
+        span_model.load()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_unsure_spans_are_out_of_the_loss_not_negatives():

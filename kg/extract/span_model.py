@@ -27,6 +27,7 @@ adds and how it is measured: ``docs/span-model.md``.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -103,11 +104,17 @@ rebuild it with scripts/train-span-model
         raise KgError(f"no span model {name!r} (shipped: {', '.join(shipped()) or 'none'}); "
                       "rebuild it with scripts/train-span-model")
     register_tokenizer()
+    collecting = gc.isenabled()
     try:
         nlp = spacy.load(path)
     except Exception as exc:  # a truncated or foreign directory: say which and how to fix it
         raise KgError(f"span model {name!r} at {path} does not load ({type(exc).__name__}: "
                       f"{exc}); rebuild it with scripts/train-span-model") from exc
+    finally:
+        # srsly's msgpack reader disables the cycle collector while it reads and enables it
+        # after: never again when the read fails, and always when it succeeds, even in a kg
+        # build that had switched it off. Leave it as it was.
+        (gc.enable if collecting else gc.disable)()
     if not nlp.get_pipe("ner").labels:
         raise KgError(f"span model {name!r} at {path} has no entity labels; rebuild it")
     return nlp
