@@ -255,22 +255,30 @@ def pipeline(vocab: Vocabulary | None = None, model: str = "none") -> Language:
 
 
 def check_model(model: str) -> None:
-    """A KgError unless ``model`` is "none" or an installed model (its components registered)."""
-    if model not in MODELS:
-        raise KgError(f"unknown model {model!r}; use one of {', '.join(MODELS)}")
-    if not MODELS[model]:
+    """A KgError unless ``model`` is "none", an installed model (its components registered) or
+    a span model directory (a path, e.g. one ``scripts/train-span-model`` is writing)."""
+    components = _model_components(model)
+    if not components:
         return
     try:
         import kg.extract.span_model  # noqa: F401 (registers the component; optional)
     except ImportError as exc:
         raise KgError(f"the {model} model is not installed ({exc}); use --model none") from exc
-    missing = [c for c in MODELS[model] if not Language.has_factory(c)]
+    missing = [c for c, _ in components if not Language.has_factory(c)]
     if missing:
         raise KgError(f"the {model} model is not installed (no component {missing[0]}); "
                       "use --model none")
 
 
+def _model_components(model: str) -> list[tuple[str, dict]]:
+    if model in MODELS:
+        return [(component, {}) for component in MODELS[model]]
+    if "/" in model or model.startswith("."):
+        return [("kg_span", {"model": model})]
+    raise KgError(f"unknown model {model!r}; use one of {', '.join(MODELS)} or a model directory")
+
+
 def _add_model(nlp: Language, model: str) -> None:
     check_model(model)
-    for component in MODELS[model]:
-        nlp.add_pipe(component)
+    for component, config in _model_components(model):
+        nlp.add_pipe(component, config=config)
