@@ -257,10 +257,17 @@ def test_build_exports_do_not_depend_on_the_worker_count(tmp_path):
     assert differ == []
 
 
-def test_the_span_model_when_not_installed_fails_with_a_clear_message():
+def test_the_span_model_when_missing_fails_with_a_clear_message(monkeypatch, tmp_path):
+    from kg import pipeline
+    from kg.extract import extractor, span_model
+
+    monkeypatch.setattr(span_model, "MODELS", tmp_path)  # a package without its model
+    monkeypatch.setattr(extractor, "_PIPELINES", type(extractor._PIPELINES)())
+    monkeypatch.setattr(pipeline, "_EXTRACTORS", {})  # no kg-span extractor of earlier tests
     result = CliRunner().invoke(cli, ["extract", str(SEED), "--model", "kg-span"])
-    assert result.exit_code == 1
-    assert "the kg-span model is not installed" in result.stderr
+    assert result.exit_code == 1, result.output
+    assert "no span model 'kg-span'" in result.stderr
+    assert "scripts/train-span-model" in result.stderr
     assert "Traceback" not in result.output
 
 
