@@ -75,10 +75,10 @@ def _extract_partition(papers: list[Paper], trained_model: str | None
                        ) -> tuple[str, list[tuple | str]]:
     """Runs on a worker: this worker's pipeline version and each paper's compact extraction
     or failure message."""
-    from kg.pipeline import _extract_safely, compact, extractor
+    from kg.pipeline import compact, extract_safely, extractor
 
     with _LOCK:  # the matchers are not for concurrent use; the GIL gains nothing
-        found = _extract_safely(extractor(trained_model), papers)
+        found = extract_safely(extractor(trained_model), papers)
     return _version(), [e if isinstance(e, str) else compact(e) for e in found]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 
 ENTITY_TYPES: tuple[str, ...] = (
     "Method", "Model", "Dataset", "Hardware", "Technique", "Task", "Metric",
@@ -231,3 +232,43 @@ class Extraction:
     # Terms that wait for the corpus: kept only when another paper uses them too
     # (kg.extract.terms.promote_recurring), never overlapping ``candidates``.
     pending: tuple[Candidate, ...] = ()
+
+
+class EntityType(StrEnum):
+    """The entity types (``ENTITY_TYPES``, in that order), for code that names one.
+
+    >>> EntityType.TECHNIQUE == "Technique", tuple(EntityType) == ENTITY_TYPES
+    (True, True)
+    """
+
+    METHOD = "Method"
+    MODEL = "Model"
+    DATASET = "Dataset"
+    HARDWARE = "Hardware"
+    TECHNIQUE = "Technique"
+    TASK = "Task"
+    METRIC = "Metric"
+
+
+class Predicate(StrEnum):
+    """The relation predicates (``PREDICATES``, in that order), for code that names one.
+
+    >>> Predicate.MENTIONS == "mentions", tuple(Predicate) == PREDICATES
+    (True, True)
+    """
+
+    PROPOSES = "proposes"
+    USES_TECHNIQUE = "usesTechnique"
+    USES_MODEL = "usesModel"
+    EVALUATED_ON = "evaluatedOn"
+    RUNS_ON = "runsOn"
+    ADDRESSES = "addresses"
+    IMPROVES = "improves"
+    OUTPERFORMS = "outperforms"
+    EXTENDS = "extends"
+    MENTIONS = "mentions"
+
+
+# What counts as a technique (`kg techniques`, kg.analysis): a used (not proposed) method is a
+# technique too (see PREDICATE_FOR_TYPE). Plain strings: stored results are keyed by them.
+TECHNIQUE_TYPES: tuple[str, ...] = (EntityType.TECHNIQUE.value, EntityType.METHOD.value)

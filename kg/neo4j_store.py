@@ -718,25 +718,7 @@ def delta_corpus(project, papers: Iterable[str], entities: Iterable[str]) -> Cor
         return Corpus(())
     if "extraction.jsonl" not in project.manifest.written:
         return project.corpus()
-    from kg.project import _line_spans
-
-    decoder = json.JSONDecoder()
-    lines = []
-    spans = _line_spans(project.generation, project.manifest) if wanted else {}
-    with (project.generation / "extraction.jsonl").open("rb") as fh:
-        if spans:  # the file's line index: read those lines only
-            for pid in sorted(wanted & spans.keys()):  # (one missing is told below)
-                offset, length = spans[pid]
-                fh.seek(offset)
-                lines.append(fh.read(length).decode("utf-8"))
-        elif wanted:
-            for raw in fh:
-                line = raw.decode("utf-8")
-                # The id is the first key write_jsonl writes; decode just it, else the line.
-                pid = (decoder.raw_decode(line, len(_LINE_START))[0]
-                       if line.startswith(_LINE_START) else json.loads(line)["paper"]["id"])
-                if pid in wanted:
-                    lines.append(line)
+    lines = list(project.lines(wanted).values())
     with tempfile.TemporaryDirectory(prefix="kg-delta-") as tmp:
         part = Path(tmp) / "delta.jsonl"
         part.write_text("".join(lines), encoding="utf-8")
@@ -1307,19 +1289,7 @@ def project_batches(project, papers_per_batch: int = DEFAULT_SHARD_PAPERS) -> It
         check_export_dir(project.generation, reading="extraction.jsonl")
         yield from _jsonl_batches(project.generation / "extraction.jsonl", papers_per_batch)
         return
-    from kg.project import META, _Cache, _Resolved
-
-    with _Cache(project.root / META / "cache.sqlite", readonly=True) as cache:
-        resolved = _Resolved(cache, project.manifest.papers, {})
-        mentioned: set[str] = set()
-        for group in _chunks(resolved.order, papers_per_batch):
-            results = resolved.results(group)
-            ids = sorted({eid for r in results for eid in r.entity_ids})
-            mentioned.update(ids)
-            yield Corpus(tuple(results), {eid: resolved.entities[eid] for eid in ids})
-        rest = sorted(set(resolved.entities) - mentioned)
-        if rest:
-            yield Corpus((), {eid: resolved.entities[eid] for eid in rest})
+    yield from project.batches(papers_per_batch)
 
 
 def _jsonl_batches(path: Path, size: int) -> Iterator[Corpus]:

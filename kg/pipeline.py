@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kg.errors import InputError, StrictModeError
 from kg.ingest import IngestOptions, read_inputs
@@ -41,7 +41,7 @@ def extractor(trained_model: str | None = None):
     return found
 
 
-def _extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:
+def extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:
     """Each paper's Extraction, or a message saying why that one paper failed.
 
     A record the extractor cannot handle must cost the run that record, not the run: the chunk
@@ -75,7 +75,7 @@ def compact(e: Extraction) -> tuple:
 def _extract_chunk(papers: list[Paper]) -> list[tuple | str]:
     # The parent holds the papers, so only offsets travel back: pickling texts twice would cost
     # the parent more CPU than the second worker saves on two cores.
-    return [e if isinstance(e, str) else compact(e) for e in _extract_safely(_WORKER, papers)]
+    return [e if isinstance(e, str) else compact(e) for e in extract_safely(_WORKER, papers)]
 
 
 def expand(paper: Paper, found: tuple) -> Extraction:
@@ -142,7 +142,7 @@ def extract_each(papers: Sequence[Paper], workers: int = 1,
     if workers <= 1 or len(papers) < 2 * chunk:
         ex = extractor(trained_model)
         for part in _chunks(papers, chunk):
-            yield from _extract_safely(ex, part)
+            yield from extract_safely(ex, part)
             if on_progress:
                 on_progress(len(part))
         return
@@ -252,10 +252,16 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     return loaded[0] if len(loaded) == 1 else merge_corpora(loaded)
 
 
+class Papers(NamedTuple):
+    """What ``read_papers`` read: the papers, and the records it skipped."""
+
+    papers: tuple[Paper, ...]
+    skipped: tuple[Skip, ...]
+
+
 def read_papers(inputs: Iterable[str | Path], options: IngestOptions | None = None, *,
-                strict: bool = False, notices: list[str] | None = None
-                ) -> tuple[tuple[Paper, ...], tuple[Skip, ...]]:
-    """The papers of ``inputs`` and the records skipped, for a project build.
+                strict: bool = False, notices: list[str] | None = None) -> Papers:
+    """The papers of ``inputs`` and the records skipped (``kg.read_papers``).
 
     Raw inputs are ingested; an extraction JSONL or a `kg build` directory gives the papers it
     was extracted from (they are extracted again, or found in the project's cache). Duplicate
@@ -298,4 +304,4 @@ def read_papers(inputs: Iterable[str | Path], options: IngestOptions | None = No
         details = "\n".join(f"  {s.source}: {s.reason}" for s in skipped[:20])
         raise InputError("no papers to process" + (f":\n{details}" if details else
                                                     " (the inputs are empty)"))
-    return tuple(papers), tuple(skipped)
+    return Papers(tuple(papers), tuple(skipped))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pickle
@@ -22,7 +23,9 @@ from kg.cli import cli
 from kg.exports import sha256_file
 from kg.ingest import IngestOptions, read_inputs
 from kg.pipeline import read_papers
+from kg.project import generation
 
+builder = importlib.import_module("kg.project.builder")
 ICLR = "openreview-2024/ICLR_cc_2024_Conference.tsv"
 ALL = ["all"]
 
@@ -124,7 +127,7 @@ def test_adds_and_removes_on_500_iclr_papers_equal_a_fresh_build(tmp_path, corpo
 def test_graph_nt_streamed_in_sorted_runs_equals_the_graph_held_whole(tmp_path, monkeypatch):
     from kg import rdf
 
-    monkeypatch.setattr(project, "NT_RUN_LINES", 400)  # the seed's 5,900 lines: many runs
+    monkeypatch.setattr(generation, "NT_RUN_LINES", 400)  # the seed's 5,900 lines: many runs
     spills = []
     spill = rdf.SortedNTriples._spill
     monkeypatch.setattr(rdf.SortedNTriples, "_spill", lambda self: spills.append(spill(self)))
@@ -211,7 +214,7 @@ def test_a_pipeline_change_re_extracts_every_paper(tmp_path, monkeypatch):
     out = tmp_path / "p"
     project.build(out, papers, formats=["jsonl"])
     # What a vocabulary edit or a new kg version does to the pipeline version.
-    monkeypatch.setattr(project, "pipeline_version", lambda: "0-changed")
+    monkeypatch.setattr(builder, "pipeline_version", lambda: "0-changed")
     outcome = project.build(out, papers)
     assert outcome.extracted == len(papers) and not outcome.noop
 
@@ -298,7 +301,7 @@ def test_a_few_new_papers_are_added_with_the_projects_cached_extractor_and_vocab
     papers = seed_papers()
     out = tmp_path / "p"
     with monkeypatch.context() as patched:  # extracted as many papers are: a child pickles it
-        patched.setattr(project, "FEW_PAPERS", 1)
+        patched.setattr(builder, "FEW_PAPERS", 1)
         project.build(out, papers[:13], formats=["jsonl"])
     current = project.pipeline_version()
     assert {name: p for name, (p, _) in prebuilt(out).items()} == {
@@ -331,8 +334,8 @@ def test_a_build_whose_extractor_pickling_fails_still_lands(tmp_path, monkeypatc
     def fail() -> bytes:
         raise MemoryError("as if the child were killed")
 
-    monkeypatch.setattr(project, "FEW_PAPERS", 1)
-    monkeypatch.setattr(project, "_pickled_extractor", fail)
+    monkeypatch.setattr(builder, "FEW_PAPERS", 1)
+    monkeypatch.setattr(builder, "pickled_extractor", fail)
     project.build(tmp_path / "p", seed_papers()[:4], formats=["jsonl"])
     assert "extractor" not in prebuilt(tmp_path / "p")
     assert project.open_project(tmp_path / "p").corpus().results
@@ -417,7 +420,7 @@ def test_a_build_that_fails_while_its_extraction_child_runs_reaps_it(tmp_path, m
     def fail() -> None:
         raise RuntimeError("failed while the child extracts")
 
-    monkeypatch.setattr(project, "_import_later_stages", fail)
+    monkeypatch.setattr(builder, "import_later_stages", fail)
     with pytest.raises(RuntimeError, match="child extracts"):
         project.add(out, papers[10:])
     monkeypatch.undo()
@@ -432,12 +435,13 @@ def test_a_delta_that_fails_after_its_store_child_started_reaps_it(tmp_path):
     assert kg("build", SEED, "-o", out, "--formats", "jsonl").returncode == 0
     script = f"""
 import os
-from kg import analysis, project
+from kg import project
+from kg.analysis import stored
 from kg.pipeline import read_papers
 papers = list(read_papers([{str(SEED)!r}])[0])
 def fail(*args, **kwargs):
     raise RuntimeError("failed after the store child started")
-kept, analysis.assemble_index = analysis.assemble_index, fail
+kept, stored.assemble_index = stored.assemble_index, fail
 try:
     project.remove({str(out)!r}, [papers[0].id])
 except RuntimeError as exc:
@@ -447,7 +451,7 @@ try:
     print("a child is left")
 except ChildProcessError:
     print("no child left")
-analysis.assemble_index = kept
+stored.assemble_index = kept
 print(project.remove({str(out)!r}, [papers[0].id]).removed)
 """
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
@@ -462,8 +466,8 @@ def test_a_second_build_on_the_same_directory_is_refused(tmp_path):
     project.build(out, seed_papers(), formats=["jsonl"])
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from kg.project import _locked\n"
-         f"with _locked(Path({str(out)!r})):\n    print('held', flush=True); time.sleep(60)"],
+         "from kg.project.builder import locked\n"
+         f"with locked(Path({str(out)!r})):\n    print('held', flush=True); time.sleep(60)"],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"

@@ -223,12 +223,12 @@ def broken_graph(seed_rdf_dir: Path, tmp_path: Path) -> Path:
 @pytest.mark.filterwarnings("ignore:Dataset.default_context is deprecated:DeprecationWarning",
                             "ignore:Dataset.identifier is deprecated:DeprecationWarning")
 def test_fast_validation_reports_what_pyshacl_reports(seed_rdf_dir, tmp_path):
-    from kg.rdf import _validate_pyshacl, validate_graph
+    from kg.shacl import validate_graph, validate_pyshacl
     from kg.vocab import ontology_dir
 
     path = broken_graph(seed_rdf_dir, tmp_path)
     fast = validate_graph(path)
-    slow = _validate_pyshacl(path, ontology_dir() / "shapes.ttl")
+    slow = validate_pyshacl(path, ontology_dir() / "shapes.ttl")
     assert len(slow) >= 11
 
     def key(v):
