@@ -171,12 +171,6 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def copy_synced(source: Path, target: Path) -> None:
-    """Copy ``source`` to ``target`` and write it back now (a later commit syncs less)."""
-    shutil.copyfile(source, target)
-    fsync_file(target)
-
-
 def link_or_copy(source: Path, target: Path) -> None:
     """Hard-link ``source`` at ``target``, or copy it on a file system without hard links."""
     try:

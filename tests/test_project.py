@@ -253,10 +253,9 @@ def test_remove_refuses_unknown_ids_and_keeps_the_project(tmp_path):
     assert project.open_project(out).manifest.counts["papers"] == 19
 
 
-def test_commands_in_their_own_processes_fork_helpers_and_equal_a_fresh_build(tmp_path):
-    """In a fresh `kg` process (no RocksDB thread yet) a removal checkpoints the store, and
-    applies its delta, in forked children: the in-process tests, where a store has run, do
-    both inline. (A few papers are extracted in a child either way.)"""
+def test_commands_in_their_own_processes_equal_a_fresh_build(tmp_path):
+    """Each `kg` command in its own process: a removal and an addition checkpoint the store
+    and apply its delta in a worker process, a few papers are extracted in this one."""
     papers = seed_papers()
     lines = [json.dumps({"id": p.id, "title": p.title, "abstract": p.abstract}) + "\n"
              for p in papers]
@@ -410,31 +409,30 @@ def test_a_foreign_or_damaged_directory_is_refused_and_left_alone(tmp_path):
     assert result.exit_code == 2 and "version 9" in result.output
 
 
-def test_a_build_that_fails_while_its_extraction_child_runs_reaps_it(tmp_path, monkeypatch):
-    """The child extracting a few papers holds a copy of DIR's lock: left running (blocked
-    on a pipe nobody reads), it would refuse every later build in this process."""
+def test_a_build_that_fails_leaves_no_generation_and_the_next_one_lands(tmp_path, monkeypatch):
     papers = seed_papers()
     out = tmp_path / "p"
     project.build(out, papers[:10], formats=["jsonl"])
 
-    def fail() -> None:
-        raise RuntimeError("failed while the child extracts")
+    def fail(*args, **kwargs) -> None:
+        raise RuntimeError("failed while extracting")
 
-    monkeypatch.setattr(builder, "import_later_stages", fail)
-    with pytest.raises(RuntimeError, match="child extracts"):
+    monkeypatch.setattr(builder, "extract_few", fail)
+    with pytest.raises(RuntimeError, match="while extracting"):
         project.add(out, papers[10:])
+    assert sorted(p.name for p in (out / ".kg").glob("gen-*")) == ["gen-000001"]
     monkeypatch.undo()
     assert project.add(out, papers[10:]).extracted == len(papers[10:])
 
 
 def test_a_delta_that_fails_after_its_store_child_started_reaps_it(tmp_path):
-    """In a process where no store has run (the CLI's), the store delta is applied by a
-    child started before the index is written; a failure after that reaps it, and the next
-    add in the same process lands."""
+    """The store delta is applied by a worker process started before the index is written;
+    a failure after that waits for it (no worker is left), and the next remove in the same
+    process lands."""
     out = tmp_path / "p"
     assert kg("build", SEED, "-o", out, "--formats", "jsonl").returncode == 0
     script = f"""
-import os
+import multiprocessing
 from kg import project
 from kg.analysis import stored
 from kg.pipeline import read_papers
@@ -446,11 +444,7 @@ try:
     project.remove({str(out)!r}, [papers[0].id])
 except RuntimeError as exc:
     print(exc)
-try:
-    os.waitpid(-1, os.WNOHANG)
-    print("a child is left")
-except ChildProcessError:
-    print("no child left")
+print("a child is left" if multiprocessing.active_children() else "no child left")
 stored.assemble_index = kept
 print(project.remove({str(out)!r}, [papers[0].id]).removed)
 """

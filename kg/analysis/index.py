@@ -199,6 +199,75 @@ def _key_type(key: str, entities: Mapping[str, Entity], vocab: Vocabulary) -> st
     return entities[key].type if key in entities else vocab.concepts[key].type
 
 
+def _inherited_info(entity_papers: Mapping[str, list[str]], entities: Mapping[str, Entity],
+                    concept_entity: Mapping[str, str], vocab: Vocabulary,
+                    depths_of: dict[str, dict[str, int]], info: dict[str, tuple[str, str]]
+                    ) -> None:
+    """Add to ``info`` the names of the broader concepts counted entities inherit (features
+    or not), each counted entity once, in the order first counted."""
+    for eid in entity_papers:
+        entity = entities.get(eid)
+        if entity is None or entity.type not in TYPE_WEIGHTS or not entity.concept:
+            continue
+        if entity.concept not in depths_of:
+            depths_of[entity.concept] = ancestor_depths(vocab, entity.concept)
+        for iri in depths_of[entity.concept]:
+            key = concept_entity.get(iri, iri)
+            if key not in info:
+                concept = vocab.concepts[iri]
+                info[key] = (concept.pref_label, concept.type)
+
+
+def _broader(info: Mapping[str, tuple[str, str]], entities: Mapping[str, Entity],
+             concept_entity: Mapping[str, str], vocab: Vocabulary) -> dict[str, frozenset[str]]:
+    """Every feature key's broader keys (all levels), to drop redundant shared concepts."""
+    # The vocabulary builds its narrower-concept map on first use; pay that here, not in the
+    # first `shared` query.
+    for iri in list(vocab.concepts)[:1]:
+        vocab.descendants(iri)
+    key_of = {iri: concept_entity.get(iri, iri) for iri in vocab.concepts}
+    broader: dict[str, frozenset[str]] = {}
+    for key in info:
+        iri = entities[key].concept if key in entities else key
+        if iri and iri in vocab.concepts:
+            broader[key] = frozenset([key_of[a] for a in vocab.ancestors(iri)])
+    return broader
+
+
+def _names(entities: Mapping[str, Entity]) -> dict[str, tuple[str, ...]]:
+    """Casefolded entity name or alias → the entity ids with it."""
+    names: dict[str, list[str]] = defaultdict(list)
+    for eid, e in sorted(entities.items()):
+        for form in (e.name, *e.aliases):
+            listed = names[form.casefold()]
+            if eid not in listed:
+                listed.append(eid)
+    return {k: tuple(v) for k, v in names.items()}
+
+
+def _titles(parts: Mapping[str, PaperPart]) -> dict[str, tuple[str, ...]]:
+    """Casefolded label or title → the paper ids with it."""
+    titles: dict[str, list[str]] = defaultdict(list)
+    for pid, part in parts.items():
+        label, title = part.paper.label, part.paper.title
+        if label:
+            titles[label.casefold()].append(pid)
+        if title and (not label or title.casefold() != label.casefold()):
+            titles[title.casefold()].append(pid)
+    return {k: tuple(v) for k, v in titles.items()}
+
+
+def _labels(entities: Mapping[str, Entity], vocab: Vocabulary
+            ) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """Casefolded entity/concept name or alias → as written; pref/alt label → concepts."""
+    labels, concept_labels = vocab.label_tables()
+    labels = dict(labels)
+    for e in entities.values():
+        for form in (e.name, *e.aliases):
+            labels.setdefault(form.casefold(), form)
+    return labels, dict(concept_labels)
+
+
 def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity],
                    vocab: Vocabulary | None = None, *, include_mentions: bool = False,
                    min_confidence: float = 0.0,
@@ -223,66 +292,24 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
     for pid, part in parts.items():
         for eid in part.counted:
             entity_papers[eid].append(pid)
-    # Names of the broader concepts counted entities inherit (features or not), each counted
-    # entity once, in the order first counted.
-    for eid in entity_papers:
-        entity = entities.get(eid)
-        if entity is None or entity.type not in TYPE_WEIGHTS or not entity.concept:
-            continue
-        if entity.concept not in depths_of:
-            depths_of[entity.concept] = ancestor_depths(vocab, entity.concept)
-        for iri in depths_of[entity.concept]:
-            key = concept_entity.get(iri, iri)
-            if key not in info:
-                concept = vocab.concepts[iri]
-                info[key] = (concept.pref_label, concept.type)
-    # The vocabulary builds its narrower-concept map on first use; pay that here, not in the
-    # first `shared` query.
-    for iri in list(vocab.concepts)[:1]:
-        vocab.descendants(iri)
-    # Every feature key's broader keys (all levels), to drop redundant shared concepts.
-    key_of = {iri: concept_entity.get(iri, iri) for iri in vocab.concepts}
-    broader: dict[str, frozenset[str]] = {}
-    for key in info:
-        iri = entities[key].concept if key in entities else key
-        if iri and iri in vocab.concepts:
-            broader[key] = frozenset([key_of[a] for a in vocab.ancestors(iri)])
+    _inherited_info(entity_papers, entities, concept_entity, vocab, depths_of, info)
+    broader = _broader(info, entities, concept_entity, vocab)
     factor_lists: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for pid, own in features.items():
         for key, (factor, _) in own.items():
             factor_lists[key].append((pid, factor))
-    n = len(parts)
     factors = {k: tuple(v) for k, v in sorted(factor_lists.items())}
     postings = {k: tuple([pid for pid, _ in v]) for k, v in factors.items()}
-    idf = {k: math.log(n / len(v)) for k, v in postings.items()}
-    names: dict[str, list[str]] = defaultdict(list)
-    for eid, e in sorted(entities.items()):
-        for form in (e.name, *e.aliases):
-            listed = names[form.casefold()]
-            if eid not in listed:
-                listed.append(eid)
-    titles: dict[str, list[str]] = defaultdict(list)
-    for pid, part in parts.items():
-        paper = part.paper
-        label, title = paper.label, paper.title
-        if label:
-            titles[label.casefold()].append(pid)
-        if title and (not label or title.casefold() != label.casefold()):
-            titles[title.casefold()].append(pid)
-    labels, concept_labels = vocab.label_tables()
-    labels = dict(labels)
-    for e in entities.values():
-        for form in (e.name, *e.aliases):
-            labels.setdefault(form.casefold(), form)
+    idf = {k: math.log(len(parts) / len(v)) for k, v in postings.items()}
+    labels, concept_labels = _labels(entities, vocab)
     return AnalysisIndex({pid: PaperResult(part.paper, (), ()) for pid, part in parts.items()},
                          entities, features, postings, factors,
                          {k: tuple(v) for k, v in entity_papers.items()},
                          {pid: i for i, pid in enumerate(parts)}, idf, info, {},
-                         {k: tuple(v) for k, v in names.items()}, concept_entity,
-                         {k: tuple(v) for k, v in titles.items()},
+                         _names(entities), concept_entity, _titles(parts),
                          tuple((pid, f"{part.paper.label}\0{part.paper.title or ''}".casefold())
                                for pid, part in parts.items()),
-                         labels, dict(concept_labels), broader, vocab, {}, frozenset(),
+                         labels, concept_labels, broader, vocab, {}, frozenset(),
                          include_mentions, min_confidence)
 
 

@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kg.errors import BusyError, InputError, KgError, ProjectError
+from kg.errors import BusyError, InputError, ProjectError
 from kg.exports import FORMATS, KNOWN_FILES, RECORD, TMP_PREFIX, remove_stale
 from kg.fs import (
     check_writable,
-    copy_synced,
     fsync_dir,
     fsync_file,
     fsync_tree,
@@ -49,13 +48,13 @@ from kg.project import (
     META,
     Manifest,
     check_format,
-    children,
     gen_name,
     open_project,
     paper_key,
     pipeline_version,
     read_current,
 )
+from kg.project.beside import store_worker
 from kg.project.cache import Cache, Resolved, cached_vocabulary
 from kg.project.generation import Job, Previous, write_generation
 from kg.project.store import store_without
@@ -68,9 +67,8 @@ from kg.resolve import prepare
 AUTO_ALL_PAPERS = 2000
 # The files of each format a project can keep current (kg.exports.FORMATS).
 PROJECT_FORMATS: dict[str, tuple[str, ...]] = {f.name: f.files for f in FORMATS if f.project}
-# Fewer new papers than this are extracted in a child process while this one reads what does
-# not depend on them: unpickling the extractor and extracting them (0.2 s for 50) then overlap
-# that reading, and kg.pipeline.extract_each extracts so few in one process anyway.
+# Fewer new papers than this are extracted in this process with the extractor the project
+# keeps pickled (unpickled in 0.06 s; building it takes 0.15 s, and worker processes more).
 FEW_PAPERS = 100
 
 
@@ -169,11 +167,10 @@ def _no_collections(engine: str) -> Iterator[None]:
 
     A build allocates millions of small objects that outlive their batch (preps, states,
     features, entities), and each time enough have piled up CPython scans them, in vain: a
-    whole 4,870-paper build leaves 75 objects in cycles, extracting 2,000 papers none. The
-    scans were 0.09 s of removing 50 papers (1.25 s) and 0.5 s of the full build, at the
-    default thresholds a fifth of `kg add`. Peak memory is unchanged (261 MB for 4,870
-    papers). Forked workers inherit the setting. Builds are not run from several threads of
-    one process (the setting is process-wide).
+    whole 4,870-paper build leaves 75 objects in cycles. Measured on ICLR+ICML 2024 with the
+    collector on: 0.29-0.42 s of CPU in 900-1,050 collections for each 50-paper remove, add
+    or re-add (a quarter of its 1.2-1.7 s). Peak memory is unchanged. Builds are not run from
+    several threads of one process (the setting is process-wide).
     """
     enabled, before = gc.isenabled(), gc.get_threshold()
     if engine == "local":
@@ -259,8 +256,8 @@ def _target(root: Path, cache: Cache, current: Manifest | None, target_of: Calla
 def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: _Target,
                     pipeline: str, run: _Options) -> tuple[Manifest, Resolved, dict]:
     """Extract, resolve and write the next generation, then commit and publish it. A
-    generation that fails is removed (and what was started beside it waited for) before the
-    error goes on: a reader never finds it."""
+    generation that fails is removed (once what was started beside this process has ended)
+    before the error goes on: a reader never finds it."""
     if run.engine not in ("local", "dask"):
         raise InputError(f"engine {run.engine!r}: choose local or dask")
     meta = root / META
@@ -271,26 +268,23 @@ def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: 
     if gen.exists():  # left by a build that was killed before it committed
         shutil.rmtree(gen)
     gen.mkdir()
-    reap: list[Callable[[], Any]] = []  # what was started beside this process
     try:
-        trim = _start_trim(previous_gen, gen, current, target.keys, reap) if delta else None
-        preps, previous = _extract(cache, target, pipeline, run, reap,
-                                   (previous_gen, current) if delta else None)
-        resolved, index_copy, keeper = _resolve(cache, target, pipeline, run, preps, reap,
-                                                (previous_gen, gen) if delta else None)
-        if delta and previous is None:
-            previous = Previous(previous_gen, current)
-        job = Job(gen, current.generation + 1 if current else 1, pipeline, target.keys,
-                  target.asked, target.chosen, current, previous, run.inputs, run.step)
-        manifest, summary = write_generation(job, resolved, trim, reap, index_copy)
-        if keeper is not None:
-            # A cache: its child failing never fails the build.
-            with contextlib.suppress(KgError, OSError, sqlite3.Error):
-                cache.put_built("extractor", pipeline, keeper())
+        with store_worker() if delta else contextlib.nullcontext() as worker:
+            trim = None
+            if delta:
+                # The store is checkpointed without the papers gone or changed beside this
+                # process's extraction and resolution; the store delta starts from it.
+                gone = sorted(p for p, k in current.papers.items() if target.keys.get(p) != k)
+                trim = (worker.submit(store_without, previous_gen / "store", gen / "store",
+                                      gone), frozenset(gone))
+            preps = _extract_few(cache, target, pipeline, run)
+            resolved = _resolve(cache, target, pipeline, run, preps)
+            job = Job(gen, current.generation + 1 if current else 1, pipeline, target.keys,
+                      target.asked, target.chosen, current,
+                      Previous(previous_gen, current) if delta else None, run.inputs,
+                      run.step)
+            manifest, summary = write_generation(job, resolved, worker, trim)
     except BaseException:  # a failed generation is never left for a reader to find
-        for child in reap:  # (one may write in gen)
-            with contextlib.suppress(Exception):
-                child()
         shutil.rmtree(gen, ignore_errors=True)
         raise
     commit(meta, gen.name)
@@ -298,54 +292,27 @@ def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: 
     return manifest, resolved, summary
 
 
-def _start_trim(previous_gen: Path, gen: Path, current: Manifest, keys: dict[str, str],
-                reap: list) -> tuple[Callable[[], int], frozenset[str]]:
-    """A child checkpoints the store without the papers gone or changed while this process
-    extracts and resolves; the store delta starts from it."""
-    gone = sorted(p for p, k in current.papers.items() if keys.get(p) != k)
-
-    def without() -> int:
-        return store_without(previous_gen / "store", gen / "store", gone)
-
-    waiter = children.forked(without) if children.rocksdb_free() else children.done(without())
-    reap.append(waiter)
-    return waiter, frozenset(gone)
-
-
-def _extract(cache: Cache, target: _Target, pipeline: str, run: _Options, reap: list,
-             before: tuple[Path, Manifest] | None) -> tuple[dict | None, Previous | None]:
-    """Extract the papers not cached (on Dask, in ``_resolve``, beside its plan). A few are
-    extracted by a child while this process reads every paper's prep and the previous
-    generation (``before``), and imports the later stages: returns those (else None)."""
+def _extract_few(cache: Cache, target: _Target, pipeline: str, run: _Options) -> dict | None:
+    """Extract a few papers in this process (``FEW_PAPERS``) with the extractor the project
+    keeps pickled; returns every paper's prep (else None: ``_resolve`` extracts)."""
     todo = target.todo
     if not (run.engine == "local" and 0 < len(todo) < FEW_PAPERS):
-        return None, None
-    # (It forks even where RocksDB has run: the child never touches a store.)
+        return None
     built = cache.built("extractor", pipeline) if run.trained_model is None else None
-    extracted = children.forked(lambda: extract_few(todo, pipeline, run.trained_model, built))
-    reap.append(extracted)
-    preps = cache.preps(sorted(target.keys.values()))
-    previous = Previous(*before) if before else None
-    import_later_stages()
-    rows, made, new_built = extracted()
+    rows, made, new_built = extract_few(todo, pipeline, run.trained_model, built)
     cache.put(rows)
     cache.put_preps(made)
     if new_built is not None:
         cache.put_built("extractor", pipeline, new_built)
-    preps.update(made)
+    preps = cache.preps(sorted(target.keys.values()))
     if run.on_progress:
         run.on_progress(len(todo), len(todo))
-    return preps, previous
+    return preps
 
 
-def _resolve(cache: Cache, target: _Target, pipeline: str, run: _Options, preps: dict | None,
-             reap: list, delta: tuple[Path, Path] | None
-             ) -> tuple[Resolved, Callable[[], None] | None, Callable[[], bytes] | None]:
-    """Extract what ``_extract`` left (locally, or on Dask) and resolve the corpus; with a
-    ``delta`` (previous and new generation), the previous index is copied meanwhile.
-    Returns the resolved corpus, what waits for the copy, and what waits for the default
-    extractor pickled (to keep in the cache) when it was built here."""
-    index_copy = keeper = None
+def _resolve(cache: Cache, target: _Target, pipeline: str, run: _Options,
+             preps: dict | None) -> Resolved:
+    """Extract what ``_extract_few`` left (locally, or on Dask) and resolve the corpus."""
     # On Dask, extraction and the resolution plan share one cluster session.
     with (_dask_session(run.scheduler, run.workers) if run.engine == "dask"
           else contextlib.nullcontext()) as cluster:
@@ -354,23 +321,17 @@ def _resolve(cache: Cache, target: _Target, pipeline: str, run: _Options, preps:
                          run.trained_model, cluster=cluster)
             if (run.engine == "local" and run.trained_model is None and target.todo
                     and not cache.built("extractor", pipeline)):
-                # For the next `kg add` of a few papers, pickled by a child while this
-                # process resolves. (Not beside a Dask client: its threads may hold locks
-                # the child would wait on forever.)
-                keeper = children.forked(pickled_extractor)
-                reap.append(keeper)
-        if delta:
-            # The previous index is copied by the kernel (sendfile, without the GIL) while
-            # this process resolves. (After the forks above: the thread is not theirs.)
-            previous_gen, gen = delta
-            index_copy = children.in_thread(lambda: copy_synced(
-                previous_gen / "index.sqlite", gen / "index.sqlite"))
-            reap.append(index_copy)
+                _keep_extractor(cache, pipeline)
         run.step(f"resolving entities across {len(target.keys):,} papers")
-        resolved = Resolved(cache, target.keys, {p.id: p for p in run.fresh}, preps=preps,
-                            vocab=cached_vocabulary(cache, pipeline),
-                            plan_of=_cluster_plan(cluster))
-    return resolved, index_copy, keeper
+        return Resolved(cache, target.keys, {p.id: p for p in run.fresh}, preps=preps,
+                        vocab=cached_vocabulary(cache, pipeline), plan_of=_cluster_plan(cluster))
+
+
+def _keep_extractor(cache: Cache, pipeline: str) -> None:
+    """Keep the default extractor pickled, for the next `kg add` of a few papers (0.1 s of a
+    build that extracted many). A cache: its failing never fails the build."""
+    with contextlib.suppress(Exception):
+        cache.put_built("extractor", pipeline, pickled_extractor())
 
 
 def _cluster_plan(cluster: tuple | None) -> Callable[[list], Any] | None:
@@ -553,12 +514,6 @@ def extract_few(papers: list[Paper], pipeline: str, trained_model: str | None,
 def pickled_extractor() -> bytes:
     """The default extractor, pickled for the cache (``extract_few`` unpickles it)."""
     return pickle.dumps(extractor(None), 5)
-
-
-def import_later_stages() -> None:
-    """Import what the corpus-wide steps use (0.1 s) while a child extracts; igraph, for the
-    clusters, is then imported once here, not in each build's clusters child."""
-    import igraph  # noqa: F401
 
 
 # ------------------------------------------------------------------ commit and publish

@@ -15,9 +15,11 @@ import contextlib
 import hashlib
 import os
 import pickle
+import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, fields, replace
 from itertools import chain
 from pathlib import Path
@@ -34,10 +36,11 @@ from kg.analysis.index import (
 from kg.analysis.stored import IndexWriter, clusters_rows
 from kg.errors import KgError, ProjectError
 from kg.exports import RDF_FILES, write_exports
-from kg.fs import fsync_file, sha256_file, write_json
+from kg.fs import write_json
 from kg.model import Corpus, Entity, Paper, PaperResult
-from kg.project import JSONL, LINE_INDEX, Manifest, children, line_spans
-from kg.project.cache import Resolved, chunked
+from kg.project import JSONL, LINE_INDEX, Manifest, chunked, line_spans
+from kg.project.beside import wait
+from kg.project.cache import Resolved
 from kg.project.store import NewStore, store_delta
 
 # Lines of graph.nt sorted in memory at a time when it is streamed (about 60 MB of them).
@@ -312,29 +315,21 @@ class _Writer:
         self.lines = Lines(job.gen / "lines.new") if need_lines else None
         self.changed: dict[str, PaperResult] = {}  # of papers whose digest changed
         self.links_now: tuple[tuple[str, str, str], ...] = ()
-        self.store_beside = False  # the store delta is applied beside the index
         self.renamed = {eid for eid, d in self.entity_digests.items()  # (all: a first build)
                         if job.current is None or job.current.entity_digests.get(eid) != d}
 
-    def open_index(self, index_copy: Callable[[], None] | None) -> IndexWriter:
-        """The index writer: on the previous index, copied, where papers are reused."""
+    def open_index(self) -> IndexWriter:
+        """The index writer: on a copy of the previous index where papers are reused."""
         path = self.job.gen / "index.sqlite"
-        if index_copy is not None:
-            try:
-                index_copy()
-            except OSError:
-                if self.reuse:
-                    raise
-            if not self.reuse:  # nothing to keep of it
-                path.unlink(missing_ok=True)
+        if self.reuse:
+            shutil.copyfile(self.job.previous.gen / "index.sqlite", path)
         return IndexWriter(path, copied=bool(self.reuse))
 
-    def start_store_delta(self, trim: tuple[Callable[[], int], frozenset[str]],
-                          reap: list[Callable[[], Any]]) -> Callable[[], int]:
-        """Start the store delta; returns what waits for the store's size. It needs only the
-        changed papers' results and every paper's links: a child applies it from here, on
-        the core that resolution left idle, while this process writes the rows, the index
-        and extraction.jsonl."""
+    def start_store_delta(self, worker: Executor, trim: tuple[Future, frozenset[str]]
+                          ) -> Future:
+        """Start the store delta beside this process (which writes the rows, the index and
+        extraction.jsonl meanwhile); returns the future of the store's size. It needs only
+        the changed papers' results and every paper's links."""
         resolved, current, previous = self.resolved, self.job.current, self.job.previous
         ids = [pid for pid in resolved.order
                if current.paper_digests.get(pid) != resolved.digests[pid]]
@@ -347,23 +342,10 @@ class _Writer:
             new_links.update(chain.from_iterable(map(links_of, resolved.results(batch))))
         new_links.update(chain.from_iterable(map(links_of, self.changed.values())))
         self.links_now = tuple(sorted(new_links))
-        trimmed = (trim[0](), trim[1])
-        changed, gen = self.changed, self.job.gen
-
-        def apply() -> int:
-            return store_delta(gen / "store", trimmed, self.entities, changed, self.vocab,
-                               current, resolved.digests, self.entity_digests, self.concepts,
-                               self.links_now)
-
-        # Unless RocksDB has run in this process: a forked child would inherit its
-        # background threads' locks, held, and hang on them.
-        if children.rocksdb_free():
-            waiter = children.forked(apply)
-            reap.append(waiter)
-            self.store_beside = True
-            return waiter
-        self.job.step("query store")
-        return children.done(apply())
+        return worker.submit(store_delta, self.job.gen / "store", (wait(trim[0]), trim[1]),
+                             self.entities, self.changed, self.vocab, current,
+                             resolved.digests, self.entity_digests, self.concepts,
+                             self.links_now)
 
     def _rebuild(self, index: IndexWriter, batch: list[str]) -> list[PaperResult]:
         """Index rows, state and line of each paper of ``batch``; returns their results."""
@@ -439,37 +421,25 @@ class _Writer:
                 "entity_papers": {e for state in left for e in state.counted}
                 | {e for p in rebuilt for e in tally.light[p].counted}}
 
-    def assemble_lines(self, reap: list[Callable[[], Any]]) -> Callable[[], str]:
-        """Write extraction.jsonl; returns what waits for its sha256 (for build.json): it is
-        synced and hashed by a thread while this process goes on."""
+    def assemble_lines(self) -> None:
         self.job.step(JSONL)
         path, previous = self.job.gen / JSONL, self.job.previous
         self.lines.assemble(path, self.resolved.order, previous,
                             lambda pid: self.renamed.isdisjoint(previous.states[pid].mentioned),
                             self.entities)
-        hashed = children.in_thread(lambda: (fsync_file(path), sha256_file(path))[1])
-        reap.append(hashed)
-        return hashed
 
-    def write_index(self, index: IndexWriter, reap: list[Callable[[], Any]]
-                    ) -> tuple[list, dict[str, str]]:
-        """The corpus-wide index (and extraction.jsonl meanwhile); returns the technique
-        counts and the digests of the files hashed here."""
-        step = self.job.step
+    def write_index(self, index: IndexWriter, store_beside: bool) -> list:
+        """The corpus-wide index and extraction.jsonl; returns the technique counts."""
         built = index.assemble(self.tally.light, self.entities, self.vocab,
                                self.tally.features)
-        # The clusters (Louvain) take a fifth of an incremental build: they are worked out on
-        # the second core while this one writes extraction.jsonl and the tables.
-        slow = children.forked(lambda: clusters_rows(built))
-        reap.append(slow)
-        step("query store and index" if self.store_beside else "query index")
-        hashed = self.assemble_lines(reap) if self.lines is not None else None
+        self.job.step("query store and index" if store_beside else "query index")
+        if self.lines is not None:
+            self.assemble_lines()
         try:
-            counts = index.write(built, self.vocab, self.anew(index), slow())
+            return index.write(built, self.vocab, self.anew(index), clusters_rows(built))
         except BaseException:
             index.close()
             raise
-        return counts, ({JSONL: hashed()} if hashed else {})
 
     def rdf_files(self, nt: rdf.SortedNTriples | None) -> tuple[list | None, int | None]:
         """The triples the RDF files written whole need (or None), and the number of lines
@@ -482,14 +452,14 @@ class _Writer:
             return rdf.corpus_triples(self.corpus, self.vocab), None
         return None, None
 
-    def finish(self, counts: list, n_triples: int, triples: list | None,
-               digests: dict[str, str], nt: bool) -> tuple[Manifest, dict[str, Any]]:
+    def finish(self, counts: list, n_triples: int, triples: list | None, nt: bool
+               ) -> tuple[Manifest, dict[str, Any]]:
         """The exports not written yet, build.json and manifest.json."""
         job, resolved, predicates = self.job, self.resolved, self.tally.predicates
         record = write_exports(self.corpus, job.gen, files=job.chosen, inputs=job.inputs,
                                on_step=job.step, triples=triples, n_triples=n_triples,
                                ready=(*([JSONL] if self.lines is not None else []),
-                                      *(["graph.nt"] if nt else [])), digests=digests,
+                                      *(["graph.nt"] if nt else [])),
                                counts={"papers": len(resolved.order),
                                        "entities": len(self.entities),
                                        "relations": sum(predicates.values()),
@@ -504,21 +474,18 @@ class _Writer:
                           "predicates": dict(predicates)}
 
 
-def write_generation(job: Job, resolved: Resolved,
-                     trim: tuple[Callable[[], int], frozenset[str]] | None,
-                     reap: list[Callable[[], Any]],
-                     index_copy: Callable[[], None] | None = None
+def write_generation(job: Job, resolved: Resolved, worker: Executor | None = None,
+                     trim: tuple[Future, frozenset[str]] | None = None
                      ) -> tuple[Manifest, dict[str, Any]]:
     """Write generation ``job.number`` into ``job.gen``. With a delta (``job.previous``),
-    ``trim`` waits for ``kg.project.store.store_without`` to have checkpointed the previous
-    store into ``gen/store`` without the papers named, and ``index_copy`` for its
-    index.sqlite to have been copied there. Work started here in the background is appended
-    to ``reap``, for the caller to wait for on failure. Returns the manifest and a summary
-    (shared techniques, entities per type, relations per predicate)."""
+    ``trim`` is the future of ``kg.project.store.store_without`` checkpointing the previous
+    store into ``gen/store`` without the papers named, and the delta goes to ``worker``.
+    Returns the manifest and a summary (shared techniques, entities per type, relations per
+    predicate)."""
     writer = _Writer(job, resolved)
     job.step("rows, lines and triples of each paper")
-    index = writer.open_index(index_copy)
-    delta = writer.start_store_delta(trim, reap) if job.previous is not None else None
+    index = writer.open_index()
+    delta = writer.start_store_delta(worker, trim) if job.previous is not None else None
     # A new store takes each batch's triples as they come: pyoxigraph's bulk loader holds
     # what it is given (0.84 GB for one conference file, 0.16 GB a batch at a time).
     store = None if delta else NewStore(job.gen / "store")
@@ -534,11 +501,11 @@ def write_generation(job: Job, resolved: Resolved,
     triples, written_nt = writer.rdf_files(nt)
     if store is not None:
         job.step("query store")
-    counts, digests = writer.write_index(index, reap)
+    counts = writer.write_index(index, delta is not None)
     if delta is not None:
-        n_triples = delta()
+        n_triples = wait(delta)
     if nt is not None and written_nt != n_triples:  # both hold the graph: a bug if they differ
         raise KgError(f"graph.nt has {written_nt} triples but the store {n_triples}; please "
                       "report this (with the inputs if you can); a build into a new directory "
                       "(`kg build INPUT... -o NEWDIR`) starts from scratch")
-    return writer.finish(counts, n_triples, triples, digests, nt is not None)
+    return writer.finish(counts, n_triples, triples, nt is not None)

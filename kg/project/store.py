@@ -18,8 +18,7 @@ import pyoxigraph as ox
 from kg import rdf
 from kg.fs import fsync_tree
 from kg.model import Corpus
-from kg.project import Manifest
-from kg.project.cache import chunked
+from kg.project import Manifest, chunked
 from kg.vocab import Vocabulary
 
 _RELATION_PREDICATES = frozenset(ox.NamedNode(rdf.ONTOLOGY_NS + p) for p in rdf.PREDICATES)
