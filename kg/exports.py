@@ -39,6 +39,7 @@ from kg.fs import (  # (BuildRecord, read_record, sha256_file: also kg.exports A
     replacing,
     sha256_file,
 )
+from kg.io import write_jsonl
 from kg.model import Corpus
 from kg.text import spreadsheet_cell, xml_safe
 
@@ -74,26 +75,24 @@ class Format:
 
 
 def _write_nt(src: Sources, paths: Sequence[Path]) -> None:
-    from kg.rdf import triples_to_ntriples
+    from kg.rdf import triples_to_ntriples  # (kg.rdf loads the vocabulary's modules: on use)
 
     _write_text(paths[0], triples_to_ntriples(src.triples))
 
 
 def _write_ttl(src: Sources, paths: Sequence[Path]) -> None:
-    from kg.rdf import triples_to_turtle
+    from kg.rdf import triples_to_turtle  # (on use, as above)
 
     _write_text(paths[0], triples_to_turtle(src.triples))
 
 
 def _write_jsonld(src: Sources, paths: Sequence[Path]) -> None:
-    from kg.rdf import triples_to_jsonld
+    from kg.rdf import triples_to_jsonld  # (on use, as above)
 
     _write_text(paths[0], triples_to_jsonld(src.triples))
 
 
 def _write_extraction(src: Sources, paths: Sequence[Path]) -> None:
-    from kg.io import write_jsonl
-
     with paths[0].open("w", encoding="utf-8", newline="") as fh:
         write_jsonl(src.corpus, fh)
 
@@ -135,7 +134,7 @@ def write_graphml(corpus: Corpus, path: str | Path) -> Path:
 
     Attribute keys are named after the attributes; edge ids are ``predicate|paper id``.
     """
-    import networkx as nx
+    import networkx as nx  # (networkx and kg.analysis: 0.3 s, only for these files)
 
     from kg.analysis import corpus_graph
 
@@ -172,7 +171,7 @@ def write_csv(corpus: Corpus, nodes_path: str | Path, edges_path: str | Path) ->
     ``edges.csv``: ``source,target,predicate,evidence,start,end,rule,confidence,paper`` (the
     evidence columns are empty for ``concept`` and ``broader`` edges).
     """
-    from kg.analysis import corpus_graph
+    from kg.analysis import corpus_graph  # (on use, as above)
 
     graph = corpus_graph(corpus)
     with Path(nodes_path).open("w", encoding="utf-8", newline="") as fh:
@@ -208,7 +207,7 @@ def remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> None
             target.unlink()
     admin = out_dir / ADMIN_DIR
     if admin.is_dir() and not admin.is_symlink():
-        from kg.neo4j_store import ADMIN_FILES, ADMIN_NAME
+        from kg.neo4j_store import ADMIN_FILES, ADMIN_NAME  # (only where that folder is)
 
         for name in (*ADMIN_FILES, "import.sh"):
             (admin / name).unlink(missing_ok=True)
@@ -258,7 +257,7 @@ def write_exports(
     and passes the corpus ``counts`` (papers, entities, relations, skipped), and no
     ``corpus`` when no other file is asked for; ``digests`` are the sha256 of those it hashed.
     """
-    from kg import __version__, rdf
+    from kg import __version__, rdf  # (kg.rdf: on use, as above)
 
     out_dir = check_writable(out_dir)
     step = on_step or (lambda name: None)

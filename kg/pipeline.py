@@ -7,13 +7,18 @@
 
 from __future__ import annotations
 
+import json
+import multiprocessing as mp
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from kg.errors import InputError, StrictModeError
-from kg.ingest import IngestOptions, read_inputs
+from kg.exports import check_export_file
+from kg.ingest import IngestOptions, provisional_label, read_inputs
+from kg.io import merge_corpora, read_jsonl
 from kg.model import Candidate, Corpus, Extraction, Link, Paper, Skip, Span
 
 _WORKER = None  # the per-process Extractor
@@ -30,12 +35,12 @@ _EXTRACTORS: dict[str | None, Any] = {}  # this process's Extractor of each mode
 def extractor(trained_model: str | None = None):
     """One Extractor per process and model (building the default one takes 0.15 s), built
     again when the vocabulary files change."""
-    from kg.vocab import load_vocabulary
+    from kg.vocab import load_vocabulary  # (with kg.extract, 0.1 s: only to extract)
 
     vocab = load_vocabulary()
     found = _EXTRACTORS.get(trained_model)
     if found is None or found.vocab is not vocab:
-        from kg.extract import Extractor
+        from kg.extract import Extractor  # (0.1 s: only to extract)
 
         _EXTRACTORS[trained_model] = found = Extractor(vocab, trained_model=trained_model)
     return found
@@ -112,7 +117,7 @@ def extract_all(
     (without that list, the failure is raised as an InputError). Then the corpus-level step:
     terms that wait for the corpus are kept where another paper of the same run uses them too.
     """
-    from kg.extract.terms import promote_recurring
+    from kg.extract.terms import promote_recurring  # (0.1 s: only to extract)
 
     return promote_recurring(_extract_each(papers, workers, on_progress, trained_model,
                                            skipped))
@@ -146,7 +151,6 @@ def extract_each(papers: Sequence[Paper], workers: int = 1,
             if on_progress:
                 on_progress(len(part))
         return
-    import multiprocessing as mp
 
     done = 0
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
@@ -174,7 +178,7 @@ def run(
 
     With ``strict=True`` any skip raises StrictModeError instead.
     """
-    from kg.resolve import resolve
+    from kg.resolve import resolve  # (imports kg.extract, 0.1 s: only to extract)
 
     ingested = read_inputs(inputs, options or IngestOptions())
     if notices is not None:
@@ -188,7 +192,7 @@ def run(
                                                     " (the inputs are empty)"))
     failed: list[Skip] = []
     if progress:
-        from kg.progress import Progress, step
+        from kg.progress import Progress, step  # (on a terminal only)
 
         with Progress(len(ingested.papers), "extracting") as bar:
             extractions = extract_all(ingested.papers, workers, bar.update, trained_model,
@@ -205,8 +209,6 @@ def run(
 
 def is_extraction_file(path: Path) -> bool:
     """True when ``path`` is a kg extraction JSONL (first object has "paper" and "entities")."""
-    import json
-
     if path.suffix.lower() not in (".jsonl", ".ndjson") or not path.is_file():
         return False
     with path.open(encoding="utf-8") as fh:
@@ -226,15 +228,13 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     >>> load_corpus(["examples/iclr2025-seed.txt"]).results[0].paper.label[:5]
     'LOTOS'
     """
-    from kg.exports import check_export_file
-    from kg.io import merge_corpora, read_jsonl
 
     raw: list[str | Path] = []
     loaded: list[Corpus] = []
     for item in inputs:
         path = Path(item)
         if str(item) != "-" and path.is_dir():
-            from kg.project import open_project
+            from kg.project import open_project  # (kg.project reads kg.pipeline's cache rows)
 
             if kwargs.get("progress"):
                 from kg.progress import step
@@ -271,10 +271,6 @@ def read_papers(inputs: Iterable[str | Path], options: IngestOptions | None = No
     >>> len(papers), skipped
     (19, ())
     """
-    from dataclasses import replace
-
-    from kg.ingest import provisional_label
-
     raw: list[str | Path] = []
     found: list[Paper] = []
     for item in inputs:

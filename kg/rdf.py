@@ -19,8 +19,11 @@ True
 from __future__ import annotations
 
 import hashlib
+import heapq
+import json
 import re
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import quote
@@ -383,8 +386,6 @@ class SortedNTriples:
 
     def write(self, path: Path) -> int:
         """Write the sorted lines to ``path`` (removing the runs); returns how many."""
-        import heapq
-        from contextlib import ExitStack
 
         written = 0
         try:
@@ -497,8 +498,6 @@ def _jsonld_value(term: str) -> dict[str, str]:
 
 def triples_to_jsonld(triples: list[Triple]) -> str:
     """JSON-LD: a ``@graph`` of node objects (absolute IRIs), one per line, in subject order."""
-    import json
-
     nodes: list[str] = []
     node: dict[str, object] = {}
     last_s = None
@@ -541,7 +540,7 @@ def write_rdf(corpus: Corpus, out_dir: Path, vocabulary: Vocabulary | None = Non
 
 def corpus_to_graph(corpus: Corpus, vocabulary: Vocabulary | None = None):
     """An rdflib Graph of the corpus (for pyshacl and tests; slow on large corpora)."""
-    import rdflib
+    import rdflib  # (0.3 s: only for a caller that wants an rdflib Graph)
 
     graph = rdflib.Graph(bind_namespaces="none")
     for prefix, ns in PREFIXES.items():
@@ -559,7 +558,7 @@ def _write_text(path: Path, text: str) -> None:
 def graph_file(path: str | Path) -> Path:
     """The graph file at ``path``: itself, or graph.nt / graph.ttl / graph.jsonld in an export
     directory (InputError if there is none, or if the build that wrote it is incomplete)."""
-    from kg.exports import check_export_dir, check_export_file
+    from kg.exports import check_export_dir, check_export_file  # (kg.exports writes RDF)
 
     path = Path(path)
     if path.is_dir():

@@ -64,6 +64,7 @@ from typing import Any
 
 from kg import io
 from kg.errors import BusyError, KgError, ProjectError  # noqa: F401  (raised by kg.project)
+from kg.exports import check_export_dir
 from kg.model import Corpus, Paper, PaperResult
 
 META = ".kg"
@@ -82,7 +83,7 @@ def pipeline_version() -> str:
     True
     """
     from kg import __version__
-    from kg.vocab import ontology_dir
+    from kg.vocab import ontology_dir  # (kg.vocab loads kg.extract: a query need not)
 
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent.parent  # kg/
@@ -209,8 +210,6 @@ class Project:
 
     def corpus(self) -> Corpus:
         """The resolved corpus: from extraction.jsonl when written, else from the cache."""
-        from kg.exports import check_export_dir
-
         if JSONL in self.manifest.written:
             check_export_dir(self.generation, reading=JSONL)
             return io.read_jsonl(self.generation / JSONL)

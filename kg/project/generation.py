@@ -328,7 +328,7 @@ class _Writer:
     def start_store_delta(self, worker: Executor, trim: tuple[Future, frozenset[str]]
                           ) -> Future:
         """Start the store delta beside this process (which writes the rows, the index and
-        extraction.jsonl meanwhile); returns the future of the store's size. It needs only
+        extraction.jsonl meanwhile); returns the future of its change in size. It needs only
         the changed papers' results and every paper's links."""
         resolved, current, previous = self.resolved, self.job.current, self.job.previous
         ids = [pid for pid in resolved.order
@@ -342,10 +342,10 @@ class _Writer:
             new_links.update(chain.from_iterable(map(links_of, resolved.results(batch))))
         new_links.update(chain.from_iterable(map(links_of, self.changed.values())))
         self.links_now = tuple(sorted(new_links))
-        return worker.submit(store_delta, self.job.gen / "store", (wait(trim[0]), trim[1]),
-                             self.entities, self.changed, self.vocab, current,
-                             resolved.digests, self.entity_digests, self.concepts,
-                             self.links_now)
+        # (queued behind the checkpoint: the one worker runs them in turn)
+        return worker.submit(store_delta, self.job.gen / "store", trim[1], self.entities,
+                             self.changed, self.vocab, current, resolved.digests,
+                             self.entity_digests, self.concepts, self.links_now)
 
     def _rebuild(self, index: IndexWriter, batch: list[str]) -> list[PaperResult]:
         """Index rows, state and line of each paper of ``batch``; returns their results."""
@@ -503,7 +503,7 @@ def write_generation(job: Job, resolved: Resolved, worker: Executor | None = Non
         job.step("query store")
     counts = writer.write_index(index, delta is not None)
     if delta is not None:
-        n_triples = wait(delta)
+        n_triples = job.current.counts["triples"] - wait(trim[0]) + wait(delta)
     if nt is not None and written_nt != n_triples:  # both hold the graph: a bug if they differ
         raise KgError(f"graph.nt has {written_nt} triples but the store {n_triples}; please "
                       "report this (with the inputs if you can); a build into a new directory "
