@@ -50,7 +50,7 @@ from kg.analysis.index import (  # noqa: F401  (kg.analysis is where callers fin
     source_corpus,
     stored_result,
 )
-from kg.errors import AmbiguousPaperError, KgError, NotFoundError  # noqa: F401  (raised here)
+from kg.errors import AmbiguousPaperError, NotFoundError
 from kg.model import TECHNIQUE_TYPES, Corpus, Entity, Paper, Relation, Span
 from kg.rdf import entity_iri, paper_iri  # the one IRI scheme: GraphML/CSV ids = RDF IRIs
 from kg.text import shorten

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from kg import io
-from kg.errors import BusyError, KgError, ProjectError  # noqa: F401  (raised by kg.project)
+from kg.errors import KgError, ProjectError
 from kg.exports import check_export_dir
 from kg.model import Corpus, Paper, PaperResult
 
