@@ -22,6 +22,7 @@ from kg import project
 from kg.cli import cli
 from kg.exports import sha256_file
 from kg.ingest import IngestOptions, read_inputs
+from kg.io import result_line
 from kg.pipeline import read_papers
 from kg.project import generation
 
@@ -522,3 +523,33 @@ def test_a_build_killed_at_any_moment_leaves_the_previous_state_answering(tmp_pa
     assert proc.returncode == 0, proc.stderr
     assert exports(out) == fresh(list(read_papers([big])[0]), tmp_path, ["auto"])
     assert not [p for p in (out / ".kg").iterdir() if p.name.startswith("gen-")][2:]
+
+
+def test_a_project_gives_papers_results_lines_and_batches_as_its_exports_hold_them(tmp_path):
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers, formats=["jsonl"])
+    opened = project.open_project(out)
+    corpus = opened.corpus()  # read back from extraction.jsonl
+    ids = sorted(r.paper.id for r in corpus.results)
+    some = ids[::4]
+    by_id = {r.paper.id: r for r in corpus.results}
+
+    def records(results):  # what extraction.jsonl holds of each (not where it was read)
+        return [result_line(r, corpus.entities) for r in results]
+
+    assert records(opened.results(reversed(some))) == records(by_id[p] for p in reversed(some))
+    batches = list(opened.batches(7))
+    assert [len(b.results) for b in batches] == [7, 7, 5]
+    assert records(r for b in batches for r in b.results) == records(by_id[p] for p in ids)
+    assert {e: x for b in batches for e, x in b.entities.items()} == corpus.entities
+    written = (out / "extraction.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    wanted = {pid: written[ids.index(pid)] for pid in some}
+    assert opened.lines([*some, "no-such-paper"]) == wanted
+    (opened.generation / "lines.idx").unlink()  # a generation without its line index
+    assert opened.lines(some) == wanted
+    (opened.generation / "lines.idx").write_bytes(b"")  # one that does not fit: scanned
+    assert opened.lines(some) == wanted
+    project.build(out, papers, formats=["nt"])
+    with pytest.raises(project.ProjectError, match=r"did not write extraction\.jsonl"):
+        project.open_project(out).lines(some)
