@@ -32,8 +32,8 @@ from itertools import chain
 from pathlib import Path
 
 from kg.errors import KgError, ServiceError
-from kg.model import Extraction, Paper
-from kg.pipeline import compact, expand, extract_safely, extractor
+from kg.model import Extraction, Paper, compact, expand
+from kg.pipeline import extract_safely, extractor
 from kg.project import pipeline_version
 from kg.resolve import (
     Key,

@@ -272,3 +272,35 @@ class Predicate(StrEnum):
 # What counts as a technique (`kg techniques`, kg.analysis): a used (not proposed) method is a
 # technique too (see PREDICATE_FOR_TYPE). Plain strings: stored results are keyed by them.
 TECHNIQUE_TYPES: tuple[str, ...] = (EntityType.TECHNIQUE.value, EntityType.METHOD.value)
+
+
+# The compact form of an Extraction: what travels between processes and what a project's
+# cache stores (kg.pipeline, kg.distributed, kg.project).
+
+
+def compact(e: Extraction) -> tuple:
+    """An Extraction as plain tuples of offsets (what travels between processes and what the
+    project cache stores); ``expand(paper, compact(e)) == e``."""
+    def spans(candidates):
+        return tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
+                      c.long_form) for c in candidates)
+
+    return (spans(e.candidates),
+            tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
+                   k.confidence) for k in e.links), e.label, e.sentences, spans(e.pending))
+
+
+def expand(paper: Paper, found: tuple) -> Extraction:
+    """The Extraction of ``paper`` from its ``compact`` form."""
+    text = paper.text
+    candidates, links, label, sentences, pending = found
+
+    def rebuild(spans):
+        return tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
+                     for s, e, t, r, c, conf, lf in spans)
+
+    return Extraction(
+        paper, rebuild(candidates),
+        tuple(Link(sub, pred, obj, Span(text[s:e], s, e), r, conf)
+              for sub, pred, obj, s, e, r, conf in links),
+        label, sentences, rebuild(pending))

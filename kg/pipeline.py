@@ -19,7 +19,14 @@ from kg.errors import InputError, StrictModeError
 from kg.exports import check_export_file
 from kg.ingest import IngestOptions, provisional_label, read_inputs
 from kg.io import merge_corpora, read_jsonl
-from kg.model import Candidate, Corpus, Extraction, Link, Paper, Skip, Span
+from kg.model import (  # (compact, expand: also kg.pipeline's, as they were)
+    Corpus,
+    Extraction,
+    Paper,
+    Skip,
+    compact,
+    expand,
+)
 
 _WORKER = None  # the per-process Extractor
 
@@ -65,38 +72,10 @@ def extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:
         return out
 
 
-def compact(e: Extraction) -> tuple:
-    """An Extraction as plain tuples of offsets (what travels between processes and what the
-    project cache stores); ``expand(paper, compact(e)) == e``."""
-    def spans(candidates):
-        return tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
-                      c.long_form) for c in candidates)
-
-    return (spans(e.candidates),
-            tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
-                   k.confidence) for k in e.links), e.label, e.sentences, spans(e.pending))
-
-
 def _extract_chunk(papers: list[Paper]) -> list[tuple | str]:
     # The parent holds the papers, so only offsets travel back: pickling texts twice would cost
     # the parent more CPU than the second worker saves on two cores.
     return [e if isinstance(e, str) else compact(e) for e in extract_safely(_WORKER, papers)]
-
-
-def expand(paper: Paper, found: tuple) -> Extraction:
-    """The Extraction of ``paper`` from its ``compact`` form."""
-    text = paper.text
-    candidates, links, label, sentences, pending = found
-
-    def rebuild(spans):
-        return tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
-                     for s, e, t, r, c, conf, lf in spans)
-
-    return Extraction(
-        paper, rebuild(candidates),
-        tuple(Link(sub, pred, obj, Span(text[s:e], s, e), r, conf)
-              for sub, pred, obj, s, e, r, conf in links),
-        label, sentences, rebuild(pending))
 
 
 def _chunks(items: Sequence[Paper], size: int) -> Iterator[list[Paper]]:

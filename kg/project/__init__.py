@@ -57,7 +57,7 @@ import hashlib
 import importlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,16 +136,6 @@ class Manifest:
     def lined(self) -> list[str]:
         """The papers extraction.jsonl has a line for, in its order (id order)."""
         return [pid for pid in sorted(self.papers) if pid not in self.failed]
-
-
-def chunked(items: Sequence, size: int) -> Iterator[list]:
-    """``items`` in lists of ``size`` (the last one shorter).
-
-    >>> list(chunked([1, 2, 3], 2))
-    [[1, 2], [3]]
-    """
-    for i in range(0, len(items), size):
-        yield list(items[i:i + size])
 
 
 def gen_name(number: int) -> str:

@@ -40,8 +40,8 @@ from kg.fs import (
     replacing,
     write_json,
 )
-from kg.model import Extraction, Paper, Skip
-from kg.pipeline import compact, expand, extract_each, extract_safely, extractor
+from kg.model import Extraction, Paper, Skip, compact, expand
+from kg.pipeline import extract_each, extract_safely, extractor
 from kg.project import (
     FORMAT,
     FORMAT_VERSION,

@@ -19,11 +19,19 @@ from typing import Any
 
 from kg.errors import ProjectError
 from kg.extract.terms import promote
-from kg.model import Corpus, Paper, PaperResult, Skip
-from kg.pipeline import expand
-from kg.project import chunked
+from kg.model import Corpus, Paper, PaperResult, Skip, expand
 from kg.resolve import paper_result, plan, prepare
 from kg.vocab import Vocabulary, load_vocabulary
+
+
+def chunked(items: Sequence, size: int) -> Iterator[list]:
+    """``items`` in lists of ``size`` (the last one shorter).
+
+    >>> list(chunked([1, 2, 3], 2))
+    [[1, 2], [3]]
+    """
+    for i in range(0, len(items), size):
+        yield list(items[i:i + size])
 
 
 class Cache:

@@ -38,9 +38,9 @@ from kg.errors import KgError, ProjectError
 from kg.exports import RDF_FILES, write_exports
 from kg.fs import write_json
 from kg.model import Corpus, Entity, Paper, PaperResult
-from kg.project import JSONL, LINE_INDEX, Manifest, chunked, line_spans
+from kg.project import JSONL, LINE_INDEX, Manifest, line_spans
 from kg.project.beside import wait
-from kg.project.cache import Resolved
+from kg.project.cache import Resolved, chunked
 from kg.project.store import NewStore, store_delta
 
 # Lines of graph.nt sorted in memory at a time when it is streamed (about 60 MB of them).
