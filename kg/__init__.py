@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 # public name -> "module:attribute"
 _API: dict[str, str] = {
     # files -> papers
-    "read_papers": "kg.ingest:read_inputs",
+    "read_papers": "kg.pipeline:read_papers",
     "IngestOptions": "kg.ingest:IngestOptions",
     # papers -> extractions -> corpus
     # (not `extract`/`resolve`: importing those submodules would shadow the names)

@@ -20,6 +20,7 @@ the run and closed after it. Needs the extra: ``pip install 'kg[dask]'``.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -29,13 +30,27 @@ from concurrent.futures import CancelledError  # distributed's FutureCancelledEr
 from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kg.errors import KgError, ServiceError
-from kg.model import Extraction, Paper
-
-if TYPE_CHECKING:
-    from kg.resolve import Key, Plan, Prep
+from kg.model import Extraction, Paper, compact, expand
+from kg.pipeline import extract_safely, extractor
+from kg.project import pipeline_version
+from kg.resolve import (
+    Key,
+    Plan,
+    Prep,
+    acronyms,
+    defined_forms,
+    entity_keys,
+    entity_table,
+    forms_by_key,
+    kept_terms,
+    name_entity,
+    number_entities,
+    recurring_terms,
+    surface_forms,
+)
+from kg.vocab import load_vocabulary
 
 PARTITION = 200  # papers per task: ~0.4 s of work, large next to the scheduler's ~1 ms a task
 # Seconds the run waits for a worker when the cluster has none (at the start, or after every
@@ -63,8 +78,6 @@ def check_installed() -> None:
 
 
 def _version() -> str:  # (read from the files each time: they may change under a process)
-    from kg.project import pipeline_version
-
     return pipeline_version()
 
 
@@ -75,10 +88,8 @@ def _extract_partition(papers: list[Paper], trained_model: str | None
                        ) -> tuple[str, list[tuple | str]]:
     """Runs on a worker: this worker's pipeline version and each paper's compact extraction
     or failure message."""
-    from kg.pipeline import _extract_safely, compact, extractor
-
     with _LOCK:  # the matchers are not for concurrent use; the GIL gains nothing
-        found = _extract_safely(extractor(trained_model), papers)
+        found = extract_safely(extractor(trained_model), papers)
     return _version(), [e if isinstance(e, str) else compact(e) for e in found]
 
 
@@ -96,8 +107,6 @@ def session(scheduler: str | None = None, workers: int = 2):
     ``workers`` processes made for the run). A build's extraction and plan share one, so a
     local cluster starts once."""
     check_installed()
-    import logging
-
     # Reconnection attempts and shutdown chatter would bury the one-line kg error.
     logger = logging.getLogger("distributed")
     level = logger.level
@@ -111,7 +120,7 @@ def session(scheduler: str | None = None, workers: int = 2):
 
 @contextmanager
 def _connect(scheduler: str | None, workers: int):
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster  # (Dask: the optional extra, imported on use)
 
     if scheduler is None:
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -162,8 +171,6 @@ def extract_each(papers: Sequence[Paper], *, scheduler: str | None = None, worke
 def _ordered(client, address: str, papers: Sequence[Paper],
              on_progress: Callable[[int], None] | None,
              trained_model: str | None) -> Iterator[Extraction | str]:
-    from kg.pipeline import expand
-
     _wait_for_workers(client, address)
     # A bounded window of partitions in flight: enough to keep every worker busy while the
     # oldest is collected, few enough that memory does not grow with the corpus.
@@ -204,7 +211,7 @@ def _wait_for_workers(client, address: str) -> None:
 def _result(client, address: str, future, part: list[Paper]):
     """The future's result; a lost scheduler, a partition that kills workers, or a cluster
     left without workers for longer than the wait is a ServiceError."""
-    from distributed import KilledWorker
+    from distributed import KilledWorker  # (Dask: the optional extra)
 
     wait = _worker_wait()
     alone_since: float | None = None
@@ -270,9 +277,7 @@ def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = 
     ...     plan_on_cluster(preps, client) == plan(preps)
     True
     """
-    from dask import delayed
-
-    from kg.resolve import Plan
+    from dask import delayed  # (Dask: the optional extra)
 
     if not preps:
         return Plan((), (), {})
@@ -330,8 +335,6 @@ def _plan_version(folder: str | None) -> str:
 
 
 def _vocabulary(folder: str | None):
-    from kg.vocab import load_vocabulary
-
     return load_vocabulary() if folder is None else load_vocabulary(Path(folder))
 
 
@@ -354,7 +357,7 @@ class _Table(dict):
 
 def _merged(combine: Callable, parts: list, every: int = 8):
     """``parts`` (Delayed) merged by ``combine`` in a tree, ``every`` at a time."""
-    from dask import delayed
+    from dask import delayed  # (Dask: the optional extra)
 
     while len(parts) > 1:
         parts = [delayed(combine)(*parts[i:i + every]) for i in range(0, len(parts), every)]
@@ -373,20 +376,14 @@ def _add_counts(*counts: Counter) -> Counter:
 
 
 def _recurring(counts: Counter[str]) -> frozenset[str]:
-    from kg.resolve import recurring_terms
-
     return recurring_terms(counts.items())
 
 
 def _kept_terms(preps: _Rows, terms: frozenset[str]) -> _Rows:
-    from kg.resolve import kept_terms
-
     return _Rows(kept_terms(prep, terms) for prep in preps)
 
 
 def _definitions(preps: _Rows, kept: _Rows) -> defaultdict[Key, set[Key]]:
-    from kg.resolve import defined_forms
-
     return defined_forms(preps, kept)
 
 
@@ -399,28 +396,20 @@ def _add_definitions(*parts: defaultdict[Key, set[Key]]) -> defaultdict[Key, set
 
 
 def _acronyms(defined: defaultdict[Key, set[Key]]) -> _Table:
-    from kg.resolve import acronyms
-
     return _Table(acronyms(defined.items()))
 
 
 def _entity_keys(preps: _Rows, kept: _Rows, joins: _Table) -> _Rows:
-    from kg.resolve import entity_keys
-
     return _Rows(entity_keys(prep, keep, joins) for prep, keep in zip(preps, kept, strict=True))
 
 
 def _form_counts(preps: _Rows, kept: _Rows, keyed: _Rows) -> Counter:
-    from kg.resolve import surface_forms
-
     return Counter(chain.from_iterable(
         surface_forms(prep, keep, keys) for prep, keep, keys in zip(preps, kept, keyed,
                                                                     strict=True)))
 
 
 def _number_entities(counts: Counter, folder: str | None) -> _Table:
-    from kg.resolve import forms_by_key, name_entity, number_entities
-
     vocab = _vocabulary(folder)
     return _Table(number_entities((key, name_entity(key, forms, vocab))
                                   for key, forms in forms_by_key(counts.items()).items()))
@@ -435,6 +424,4 @@ def _ids(keyed: _Rows, ids: _Table) -> _Rows:
 
 
 def _entity_table(numbered: _Table) -> _Table:
-    from kg.resolve import entity_table
-
     return _Table(entity_table(numbered))

@@ -41,3 +41,27 @@ class ServiceError(KgError):
     """A service (Neo4j, the endpoint) cannot be reached or refused us (exit 6)."""
 
     exit_code = 6
+
+
+class ProjectError(InputError):
+    """DIR is not a usable kg project (foreign, damaged or from another format version)."""
+
+
+class BusyError(KgError):
+    """Another process is building this project."""
+
+
+class NotFoundError(KgError):
+    """A paper or technique the user named is not in the graph; the message lists suggestions."""
+
+    def __init__(self, message: str, suggestions=()) -> None:
+        super().__init__(message)
+        self.suggestions = tuple(suggestions)
+
+
+class AmbiguousPaperError(KgError):
+    """A paper reference matches several papers; the message lists them."""
+
+    def __init__(self, message: str, candidates=()) -> None:
+        super().__init__(message)
+        self.candidates = tuple(candidates)

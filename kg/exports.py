@@ -22,30 +22,30 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import hashlib
 import json
-import os
-import tempfile
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from kg.errors import InputError
+from kg.fs import (  # (BuildRecord, read_record, sha256_file: also kg.exports API)
+    PROBE_PREFIX,
+    RECORD,
+    TMP_PREFIX,
+    BuildRecord,
+    check_writable,
+    read_record,
+    rebuild_hint,
+    replacing,
+    sha256_file,
+)
+from kg.io import write_jsonl
 from kg.model import Corpus
 from kg.text import spreadsheet_cell, xml_safe
 
-RECORD = "build.json"
-# Every name a kg command writes into an export directory; one not written by this build is
-# stale (an old graph.html after --no-html, a graph.cypher of an older corpus) and is removed.
-KNOWN_FILES = ("graph.ttl", "graph.nt", "graph.jsonld", "graph.graphml", "nodes.csv",
-               "edges.csv", "extraction.jsonl", "graph.html", "graph.cypher")
 ADMIN_DIR = "neo4j-admin"
-_TMP_PREFIX = ".kg-tmp-"
-_PROBE_PREFIX = ".kg-probe-"  # check_writable's test file: not an export being written
 # Hashing costs ~1 s per GB; a reader hashes the file it reads only below this size.
 CHEAP_HASH_BYTES = 64 * 2**20
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 
 NODE_COLUMNS = ("id", "kind", "type", "label", "kg_id", "title", "concept", "aliases", "venue",
                 "year", "url")
@@ -54,99 +54,79 @@ EDGE_COLUMNS = ("source", "target", "predicate", "evidence", "start", "end", "ru
 
 
 @dataclass(frozen=True)
-class BuildRecord:
-    """What ``build.json`` says: the build's files (bytes, sha256), inputs and counts."""
+class Sources:
+    """What a format's writer reads: the corpus, and its RDF triples when a format needs them."""
 
-    version: str
-    counts: dict[str, int]
-    files: dict[str, dict[str, object]]  # name -> {"bytes": int, "sha256": str}
-    inputs: tuple[dict[str, object], ...] = field(default=())
-    notices: tuple[str, ...] = field(default=(), compare=False)  # for the user, not recorded
-
-    def as_dict(self) -> dict[str, object]:
-        return {"kg_version": self.version, "counts": self.counts, "inputs": list(self.inputs),
-                "files": self.files}
+    corpus: Corpus | None
+    triples: list | None
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+@dataclass(frozen=True)
+class Format:
+    """One export format: its ``--formats`` name, its files, the writer of those files (given
+    the ``Sources`` and the temporary path of each file; returns a notice for the user, or
+    None), whether it reads the RDF triples, and whether a project keeps it current."""
+
+    name: str
+    files: tuple[str, ...]
+    write: Callable[[Sources, Sequence[Path]], str | None] | None
+    rdf: bool = False
+    project: bool = True
 
 
-def _rebuild_hint(directory: Path) -> str:
-    return f"rebuild it with `kg build INPUT... -o {directory}`"
+def _write_nt(src: Sources, paths: Sequence[Path]) -> None:
+    from kg.rdf import triples_to_ntriples  # (kg.rdf loads the vocabulary's modules: on use)
+
+    _write_text(paths[0], triples_to_ntriples(src.triples))
 
 
-def _write_error(path: Path, exc: OSError) -> InputError:
-    reason = exc.strerror or str(exc)
-    return InputError(f"{path}: cannot write ({reason}); free some space, fix the permissions "
-                      "or choose another -o")
+def _write_ttl(src: Sources, paths: Sequence[Path]) -> None:
+    from kg.rdf import triples_to_turtle  # (on use, as above)
+
+    _write_text(paths[0], triples_to_turtle(src.triples))
 
 
-@contextlib.contextmanager
-def replacing(path: str | Path) -> Iterator[Path]:
-    """A temporary path beside ``path``, moved onto ``path`` when the block ends without error.
+def _write_jsonld(src: Sources, paths: Sequence[Path]) -> None:
+    from kg.rdf import triples_to_jsonld  # (on use, as above)
 
-    The temporary file is created exclusively (``mkstemp``), so no symlink planted under its
-    name is followed, and ``os.replace`` swaps the directory entry — a symlink at ``path`` is
-    replaced itself, its target untouched. On error the temporary file is removed.
-
-    >>> import tempfile
-    >>> target = Path(tempfile.mkdtemp()) / "a.txt"
-    >>> with replacing(target) as tmp:
-    ...     _ = tmp.write_text("new")
-    >>> target.read_text()
-    'new'
-    """
-    path = Path(path)
-    try:
-        fd, name = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{path.name}.", dir=path.parent)
-    except OSError as exc:
-        raise _write_error(path, exc) from exc
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; exports are as readable as any file
-        yield tmp
-        with tmp.open("rb+") as fh:  # the bytes reach the disk before the name points at them
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise _write_error(path, exc) from exc
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    _write_text(paths[0], triples_to_jsonld(src.triples))
 
 
-def check_writable(directory: str | Path) -> Path:
-    """Create ``directory`` if needed and prove a file can be made in it (before a long run).
+def _write_extraction(src: Sources, paths: Sequence[Path]) -> None:
+    with paths[0].open("w", encoding="utf-8", newline="") as fh:
+        write_jsonl(src.corpus, fh)
 
-    >>> try:
-    ...     check_writable("/proc/kg-cannot-be-here")
-    ... except InputError as exc:
-    ...     print(str(exc).split(" (")[0])
-    /proc/kg-cannot-be-here: cannot write here
-    """
-    directory = Path(directory)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=_PROBE_PREFIX, dir=directory)
-        try:
-            os.write(fd, b"kg")
-        finally:
-            os.close(fd)
-            os.unlink(name)
-    except FileExistsError as exc:
-        raise InputError(f"{directory}: exists and is not a directory; choose another -o"
-                         ) from exc
-    except OSError as exc:
-        raise InputError(f"{directory}: cannot write here ({exc.strerror or exc}); "
-                         "choose another -o") from exc
-    return directory
+
+def _write_html(src: Sources, paths: Sequence[Path]) -> str | None:
+    from kg.viz import write_viz  # (the map's layout: only where graph.html is asked for)
+
+    summary = write_viz(src.corpus, paths[0])
+    return f"graph.html: {summary.notice}" if summary.notice else None
+
+
+def _none(_: object) -> None:
+    return None
+
+
+# Every export format, in the order a build writes them. Adding a format is adding a line here:
+# `kg build --formats`, the project's choice of files, the export record and the removal of
+# stale files all read this table.
+FORMATS: tuple[Format, ...] = (
+    Format("nt", ("graph.nt",), _write_nt, rdf=True),
+    Format("ttl", ("graph.ttl",), _write_ttl, rdf=True),
+    Format("jsonld", ("graph.jsonld",), _write_jsonld, rdf=True),
+    Format("graphml", ("graph.graphml",), lambda src, paths: _none(write_graphml(src.corpus,
+                                                                               *paths))),
+    Format("csv", ("nodes.csv", "edges.csv"), lambda src, paths: write_csv(src.corpus, *paths)),
+    Format("jsonl", ("extraction.jsonl",), _write_extraction),
+    Format("html", ("graph.html",), _write_html),
+    # Written by `kg neo4j script`, not by a build; named so a build removes a stale one.
+    Format("cypher", ("graph.cypher",), None, project=False),
+)
+# Every name a kg command writes into an export directory; one not written by this build is
+# stale (an old graph.html after --no-html, a graph.cypher of an older corpus) and is removed.
+KNOWN_FILES: tuple[str, ...] = tuple(f for fmt in FORMATS for f in fmt.files)
+RDF_FILES: frozenset[str] = frozenset(f for fmt in FORMATS if fmt.rdf for f in fmt.files)
 
 
 def write_graphml(corpus: Corpus, path: str | Path) -> Path:
@@ -154,7 +134,7 @@ def write_graphml(corpus: Corpus, path: str | Path) -> Path:
 
     Attribute keys are named after the attributes; edge ids are ``predicate|paper id``.
     """
-    import networkx as nx
+    import networkx as nx  # (networkx and kg.analysis: 0.3 s, only for these files)
 
     from kg.analysis import corpus_graph
 
@@ -191,7 +171,7 @@ def write_csv(corpus: Corpus, nodes_path: str | Path, edges_path: str | Path) ->
     ``edges.csv``: ``source,target,predicate,evidence,start,end,rule,confidence,paper`` (the
     evidence columns are empty for ``concept`` and ``broader`` edges).
     """
-    from kg.analysis import corpus_graph
+    from kg.analysis import corpus_graph  # (on use, as above)
 
     graph = corpus_graph(corpus)
     with Path(nodes_path).open("w", encoding="utf-8", newline="") as fh:
@@ -220,14 +200,14 @@ def _input_record(source: str | Path) -> dict[str, object]:
     return {"path": str(source), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
 
-def _remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> None:
+def remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> None:
     for name in {*KNOWN_FILES, *previous} - keep:
         target = out_dir / name
         if "/" not in name and (target.is_file() or target.is_symlink()):
             target.unlink()
     admin = out_dir / ADMIN_DIR
     if admin.is_dir() and not admin.is_symlink():
-        from kg.neo4j import ADMIN_FILES, ADMIN_NAME
+        from kg.neo4j import ADMIN_FILES, ADMIN_NAME  # (only where that folder is)
 
         for name in (*ADMIN_FILES, "import.sh"):
             (admin / name).unlink(missing_ok=True)
@@ -238,7 +218,7 @@ def _remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> Non
                 path.unlink()
         with contextlib.suppress(OSError):  # not empty: the user's own files stay
             admin.rmdir()
-    for leftover in [*out_dir.glob(f"{_TMP_PREFIX}*"), *out_dir.glob(f"{_PROBE_PREFIX}*")]:
+    for leftover in [*out_dir.glob(f"{TMP_PREFIX}*"), *out_dir.glob(f"{PROBE_PREFIX}*")]:
         # from a build that was killed
         if leftover.is_file():
             leftover.unlink()
@@ -277,57 +257,41 @@ def write_exports(
     and passes the corpus ``counts`` (papers, entities, relations, skipped), and no
     ``corpus`` when no other file is asked for; ``digests`` are the sha256 of those it hashed.
     """
-    from kg import __version__, rdf
-    from kg.io import write_jsonl
+    from kg import __version__, rdf  # (kg.rdf: on use, as above)
 
     out_dir = check_writable(out_dir)
     step = on_step or (lambda name: None)
-    wanted = set(KNOWN_FILES[:8] if files is None else files) - {"graph.cypher"}
+    buildable = [fmt for fmt in FORMATS if fmt.write is not None]
+    wanted = ({f for fmt in buildable for f in fmt.files} if files is None
+              else set(files) - set(KNOWN_FILES) | {f for fmt in buildable for f in fmt.files
+                                                    if set(fmt.files) & set(files)})
     if not html:
         wanted.discard("graph.html")
     previous = _previous_files(out_dir)
     # No record while files change: a reader refuses the directory rather than mix generations.
     (out_dir / RECORD).unlink(missing_ok=True)
 
-    if triples is None and (n_triples is None or
-                            (wanted - set(ready)) & {"graph.nt", "graph.ttl", "graph.jsonld"}):
+    if triples is None and (n_triples is None or (wanted - set(ready)) & RDF_FILES):
         step("RDF triples")
         triples = rdf.corpus_triples(corpus)
-    writers: list[tuple[str, Callable[[Path], object]]] = [
-        ("graph.nt", lambda p: _write_text(p, rdf.triples_to_ntriples(triples))),
-        ("graph.ttl", lambda p: _write_text(p, rdf.triples_to_turtle(triples))),
-        ("graph.jsonld", lambda p: _write_text(p, rdf.triples_to_jsonld(triples))),
-        ("graph.graphml", lambda p: write_graphml(corpus, p)),
-        ("nodes.csv", None),  # with edges.csv
-        ("extraction.jsonl", lambda p: _write_jsonl(corpus, p, write_jsonl)),
-    ]
+    sources = Sources(corpus, triples)
     notices: list[str] = []
-    for name, write in writers:
-        if write is None and wanted & {"nodes.csv", "edges.csv"}:
-            wanted |= {"nodes.csv", "edges.csv"}
-            step("nodes.csv, edges.csv")
-            with replacing(out_dir / "nodes.csv") as nodes, \
-                    replacing(out_dir / "edges.csv") as edges:
-                write_csv(corpus, nodes, edges)
-        elif write is not None and name in wanted and name not in ready:
-            step(name)
-            with replacing(out_dir / name) as tmp:
-                write(tmp)
-    if "graph.html" in wanted:
-        from kg.viz import write_viz
-
-        step("graph.html")
-        with replacing(out_dir / "graph.html") as tmp:
-            summary = write_viz(corpus, tmp)
-        if summary.notice:
-            notices.append(f"graph.html: {summary.notice}")
+    for fmt in buildable:
+        if not set(fmt.files) & wanted or set(fmt.files) <= set(ready):
+            continue
+        step(", ".join(fmt.files))
+        with contextlib.ExitStack() as stack:
+            paths = [stack.enter_context(replacing(out_dir / name)) for name in fmt.files]
+            notice = fmt.write(sources, paths)
+        if notice:
+            notices.append(notice)
     step("build.json")
     written: dict[str, dict[str, object]] = {}
     for name in sorted(wanted):
         path = out_dir / name
         written[name] = {"bytes": path.stat().st_size,
                          "sha256": (digests or {}).get(name) or sha256_file(path)}
-    _remove_stale(out_dir, set(written) | {RECORD}, previous)
+    remove_stale(out_dir, set(written) | {RECORD}, previous)
     record = BuildRecord(
         version=__version__,
         counts={**(counts if counts is not None else {
@@ -347,29 +311,6 @@ def _write_text(path: Path, text: str) -> None:
         fh.write(text)
 
 
-
-
-def _write_jsonl(corpus: Corpus, path: Path, write_jsonl) -> None:
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        write_jsonl(corpus, fh)
-
-
-def read_record(directory: str | Path) -> BuildRecord:
-    """The completion record of an export directory; InputError (exit 2) when there is none."""
-    directory = Path(directory)
-    try:
-        data = json.loads((directory / RECORD).read_text(encoding="utf-8"))
-        return BuildRecord(str(data["kg_version"]), dict(data["counts"]), dict(data["files"]),
-                           tuple(data.get("inputs", ())))
-    except FileNotFoundError as exc:
-        raise InputError(f"{directory}: no {RECORD}, so not a complete `kg build` output (a "
-                         "build was interrupted, is running, or predates build records); "
-                         f"{_rebuild_hint(directory)}") from exc
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{directory}/{RECORD}: unreadable ({exc}); "
-                         f"{_rebuild_hint(directory)}") from exc
-
-
 def check_export_dir(directory: str | Path, reading: str | None = None) -> BuildRecord:
     """The record of ``directory`` after checking its files match it (exit 2 otherwise).
 
@@ -380,21 +321,21 @@ def check_export_dir(directory: str | Path, reading: str | None = None) -> Build
     record = read_record(directory)
     if reading is not None and reading not in record.files:
         raise InputError(f"{directory}/{reading}: not part of the build recorded in {RECORD}; "
-                         f"{_rebuild_hint(directory)}")
+                         f"{rebuild_hint(directory)}")
     for name, meta in sorted(record.files.items()):
         path = directory / name
         try:
             size = path.stat().st_size
         except OSError:
             raise InputError(f"{path}: missing, but {RECORD} lists it; "
-                             f"{_rebuild_hint(directory)}") from None
+                             f"{rebuild_hint(directory)}") from None
         if size != meta.get("bytes"):
             raise InputError(f"{path}: {size} bytes, but {RECORD} records {meta.get('bytes')} "
                              f"(changed since the build, or a build was interrupted); "
-                             f"{_rebuild_hint(directory)}")
+                             f"{rebuild_hint(directory)}")
         if name == reading and size < CHEAP_HASH_BYTES and sha256_file(path) != meta.get("sha256"):
             raise InputError(f"{path}: its content differs from the one recorded in {RECORD}; "
-                             f"{_rebuild_hint(directory)}")
+                             f"{rebuild_hint(directory)}")
     return record
 
 

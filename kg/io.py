@@ -14,8 +14,10 @@
 from __future__ import annotations
 
 import json
+import mmap
 import re
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -49,6 +51,83 @@ def write_jsonl(corpus: Corpus, fh: TextIO) -> None:
     """Write the contract, deterministically (stable key order, no timestamps)."""
     for result in corpus.results:
         fh.write(json.dumps(result_to_dict(result, corpus.entities), ensure_ascii=False) + "\n")
+
+
+# ------------------------------------------------------------------ one line of the file
+# A project splices extraction.jsonl from lines (kg.project.generation): what a line looks
+# like is said here only.
+
+_LINE_START = '{"paper": {"id": '
+_ENTITIES = b', "entities": ['
+_RELATIONS = b'], "relations": ['
+
+
+def result_line(result: PaperResult, entities: dict[str, Entity]) -> bytes:
+    """The line ``write_jsonl`` writes for ``result``, encoded."""
+    return (json.dumps(result_to_dict(result, entities), ensure_ascii=False) + "\n"
+            ).encode("utf-8")
+
+
+def line_paper_id(line: str) -> str:
+    """The paper id of a line ``write_jsonl`` wrote (the id is its first key: decoded alone).
+
+    >>> line_paper_id('{"paper": {"id": "p1", "title": "T"}, "entities": []}')
+    'p1'
+    """
+    if line.startswith(_LINE_START):
+        return json.JSONDecoder().raw_decode(line, len(_LINE_START))[0]
+    return json.loads(line)["paper"]["id"]
+
+
+def renamed_line(line: bytes, entities: dict[str, Entity]) -> bytes:
+    """A line with its entities' names, aliases, types and concepts as ``entities`` has them
+    now.
+
+    Only the "entities" array is parsed and rewritten: ``, "entities": [`` and
+    ``], "relations": [`` can only occur between the record's fields (inside a JSON string
+    every quote is escaped), and the abstract and relations are most of the line.
+
+    >>> line = (b'{"paper": {"id": "p"}, "entities": [{"id": "m/x", "type": "Method", '
+    ...         b'"name": "X", "aliases": [], "concept": null, "mentions": []}], '
+    ...         b'"relations": []}')
+    >>> renamed_line(line, {"m/x": Entity("m/x", "Method", "X", ("XX",))}) == line.replace(
+    ...     b'"aliases": []', b'"aliases": ["XX"]')
+    True
+    """
+    start = line.index(_ENTITIES) + len(_ENTITIES) - 1
+    end = line.index(_RELATIONS, start) + 1
+    found = json.loads(line[start:end])
+    for entry in found:
+        e = entities[entry["id"]]
+        entry.update(type=e.type, name=e.name, aliases=list(e.aliases), concept=e.concept)
+    return line[:start] + json.dumps(found, ensure_ascii=False).encode("utf-8") + line[end:]
+
+
+def line_ends(path: Path) -> list[int]:
+    """The end offset of each line of ``path`` ([] when it is missing or empty)."""
+    found: list[int] = []
+    try:
+        with Path(path).open("rb") as fh, \
+                mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            at = data.find(b"\n")
+            while at >= 0:
+                found.append(at + 1)
+                at = data.find(b"\n", at + 1)
+    except (OSError, ValueError):  # missing or empty
+        return []
+    return found
+
+
+def write_offsets(path: Path, offsets: Sequence[int]) -> None:
+    """Write line offsets as 8-byte unsigned integers (``read_offsets`` reads them back)."""
+    Path(path).write_bytes(array("Q", offsets).tobytes())
+
+
+def read_offsets(path: Path) -> list[int]:
+    """The offsets ``write_offsets`` wrote (OSError or ValueError when unreadable)."""
+    ends = array("Q")
+    ends.frombytes(Path(path).read_bytes())
+    return ends.tolist()
 
 
 def _paper(data: dict) -> Paper:

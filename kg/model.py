@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 
 ENTITY_TYPES: tuple[str, ...] = (
     "Method", "Model", "Dataset", "Hardware", "Technique", "Task", "Metric",
@@ -231,3 +232,75 @@ class Extraction:
     # Terms that wait for the corpus: kept only when another paper uses them too
     # (kg.extract.terms.promote_recurring), never overlapping ``candidates``.
     pending: tuple[Candidate, ...] = ()
+
+
+class EntityType(StrEnum):
+    """The entity types (``ENTITY_TYPES``, in that order), for code that names one.
+
+    >>> EntityType.TECHNIQUE == "Technique", tuple(EntityType) == ENTITY_TYPES
+    (True, True)
+    """
+
+    METHOD = "Method"
+    MODEL = "Model"
+    DATASET = "Dataset"
+    HARDWARE = "Hardware"
+    TECHNIQUE = "Technique"
+    TASK = "Task"
+    METRIC = "Metric"
+
+
+class Predicate(StrEnum):
+    """The relation predicates (``PREDICATES``, in that order), for code that names one.
+
+    >>> Predicate.MENTIONS == "mentions", tuple(Predicate) == PREDICATES
+    (True, True)
+    """
+
+    PROPOSES = "proposes"
+    USES_TECHNIQUE = "usesTechnique"
+    USES_MODEL = "usesModel"
+    EVALUATED_ON = "evaluatedOn"
+    RUNS_ON = "runsOn"
+    ADDRESSES = "addresses"
+    IMPROVES = "improves"
+    OUTPERFORMS = "outperforms"
+    EXTENDS = "extends"
+    MENTIONS = "mentions"
+
+
+# What counts as a technique (`kg techniques`, kg.analysis): a used (not proposed) method is a
+# technique too (see PREDICATE_FOR_TYPE). Plain strings: stored results are keyed by them.
+TECHNIQUE_TYPES: tuple[str, ...] = (EntityType.TECHNIQUE.value, EntityType.METHOD.value)
+
+
+# The compact form of an Extraction: what travels between processes and what a project's
+# cache stores (kg.pipeline, kg.distributed, kg.project).
+
+
+def compact(e: Extraction) -> tuple:
+    """An Extraction as plain tuples of offsets (what travels between processes and what the
+    project cache stores); ``expand(paper, compact(e)) == e``."""
+    def spans(candidates):
+        return tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
+                      c.long_form) for c in candidates)
+
+    return (spans(e.candidates),
+            tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
+                   k.confidence) for k in e.links), e.label, e.sentences, spans(e.pending))
+
+
+def expand(paper: Paper, found: tuple) -> Extraction:
+    """The Extraction of ``paper`` from its ``compact`` form."""
+    text = paper.text
+    candidates, links, label, sentences, pending = found
+
+    def rebuild(spans):
+        return tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
+                     for s, e, t, r, c, conf, lf in spans)
+
+    return Extraction(
+        paper, rebuild(candidates),
+        tuple(Link(sub, pred, obj, Span(text[s:e], s, e), r, conf)
+              for sub, pred, obj, s, e, r, conf in links),
+        label, sentences, rebuild(pending))

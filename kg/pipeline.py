@@ -7,14 +7,26 @@
 
 from __future__ import annotations
 
+import json
+import multiprocessing as mp
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kg.errors import InputError, StrictModeError
-from kg.ingest import IngestOptions, read_inputs
-from kg.model import Candidate, Corpus, Extraction, Link, Paper, Skip, Span
+from kg.exports import check_export_file
+from kg.ingest import IngestOptions, provisional_label, read_inputs
+from kg.io import merge_corpora, read_jsonl
+from kg.model import (  # (compact, expand: also kg.pipeline's, as they were)
+    Corpus,
+    Extraction,
+    Paper,
+    Skip,
+    compact,
+    expand,
+)
 
 _WORKER = None  # the per-process Extractor
 
@@ -30,18 +42,18 @@ _EXTRACTORS: dict[str | None, Any] = {}  # this process's Extractor of each mode
 def extractor(trained_model: str | None = None):
     """One Extractor per process and model (building the default one takes 0.15 s), built
     again when the vocabulary files change."""
-    from kg.vocab import load_vocabulary
+    from kg.vocab import load_vocabulary  # (with kg.extract, 0.1 s: only to extract)
 
     vocab = load_vocabulary()
     found = _EXTRACTORS.get(trained_model)
     if found is None or found.vocab is not vocab:
-        from kg.extract import Extractor
+        from kg.extract import Extractor  # (0.1 s: only to extract)
 
         _EXTRACTORS[trained_model] = found = Extractor(vocab, model=trained_model or "none")
     return found
 
 
-def _extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:
+def extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:
     """Each paper's Extraction, or a message saying why that one paper failed.
 
     A record the extractor cannot handle must cost the run that record, not the run: the chunk
@@ -60,38 +72,10 @@ def _extract_safely(ex, papers: list[Paper]) -> list[Extraction | str]:
         return out
 
 
-def compact(e: Extraction) -> tuple:
-    """An Extraction as plain tuples of offsets (what travels between processes and what the
-    project cache stores); ``expand(paper, compact(e)) == e``."""
-    def spans(candidates):
-        return tuple((c.span.start, c.span.end, c.type, c.rule, c.concept, c.confidence,
-                      c.long_form) for c in candidates)
-
-    return (spans(e.candidates),
-            tuple((k.subject, k.predicate, k.object, k.evidence.start, k.evidence.end, k.rule,
-                   k.confidence) for k in e.links), e.label, e.sentences, spans(e.pending))
-
-
 def _extract_chunk(papers: list[Paper]) -> list[tuple | str]:
     # The parent holds the papers, so only offsets travel back: pickling texts twice would cost
     # the parent more CPU than the second worker saves on two cores.
-    return [e if isinstance(e, str) else compact(e) for e in _extract_safely(_WORKER, papers)]
-
-
-def expand(paper: Paper, found: tuple) -> Extraction:
-    """The Extraction of ``paper`` from its ``compact`` form."""
-    text = paper.text
-    candidates, links, label, sentences, pending = found
-
-    def rebuild(spans):
-        return tuple(Candidate(Span(text[s:e], s, e), t, r, c, conf, lf)
-                     for s, e, t, r, c, conf, lf in spans)
-
-    return Extraction(
-        paper, rebuild(candidates),
-        tuple(Link(sub, pred, obj, Span(text[s:e], s, e), r, conf)
-              for sub, pred, obj, s, e, r, conf in links),
-        label, sentences, rebuild(pending))
+    return [e if isinstance(e, str) else compact(e) for e in extract_safely(_WORKER, papers)]
 
 
 def _chunks(items: Sequence[Paper], size: int) -> Iterator[list[Paper]]:
@@ -112,7 +96,7 @@ def extract_all(
     (without that list, the failure is raised as an InputError). Then the corpus-level step:
     terms that wait for the corpus are kept where another paper of the same run uses them too.
     """
-    from kg.extract.terms import promote_recurring
+    from kg.extract.terms import promote_recurring  # (0.1 s: only to extract)
 
     return promote_recurring(_extract_each(papers, workers, on_progress, trained_model,
                                            skipped))
@@ -142,11 +126,10 @@ def extract_each(papers: Sequence[Paper], workers: int = 1,
     if workers <= 1 or len(papers) < 2 * chunk:
         ex = extractor(trained_model)
         for part in _chunks(papers, chunk):
-            yield from _extract_safely(ex, part)
+            yield from extract_safely(ex, part)
             if on_progress:
                 on_progress(len(part))
         return
-    import multiprocessing as mp
 
     done = 0
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
@@ -174,7 +157,7 @@ def run(
 
     With ``strict=True`` any skip raises StrictModeError instead.
     """
-    from kg.resolve import resolve
+    from kg.resolve import resolve  # (imports kg.extract, 0.1 s: only to extract)
 
     ingested = read_inputs(inputs, options or IngestOptions())
     if notices is not None:
@@ -188,7 +171,7 @@ def run(
                                                     " (the inputs are empty)"))
     failed: list[Skip] = []
     if progress:
-        from kg.progress import Progress, step
+        from kg.progress import Progress, step  # (on a terminal only)
 
         with Progress(len(ingested.papers), "extracting") as bar:
             extractions = extract_all(ingested.papers, workers, bar.update, trained_model,
@@ -205,8 +188,6 @@ def run(
 
 def is_extraction_file(path: Path) -> bool:
     """True when ``path`` is a kg extraction JSONL (first object has "paper" and "entities")."""
-    import json
-
     if path.suffix.lower() not in (".jsonl", ".ndjson") or not path.is_file():
         return False
     with path.open(encoding="utf-8") as fh:
@@ -226,15 +207,13 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     >>> load_corpus(["examples/iclr2025-seed.txt"]).results[0].paper.label[:5]
     'LOTOS'
     """
-    from kg.exports import check_export_file
-    from kg.io import merge_corpora, read_jsonl
 
     raw: list[str | Path] = []
     loaded: list[Corpus] = []
     for item in inputs:
         path = Path(item)
         if str(item) != "-" and path.is_dir():
-            from kg.project import open_project
+            from kg.project import open_project  # (kg.project reads kg.pipeline's cache rows)
 
             if kwargs.get("progress"):
                 from kg.progress import step
@@ -252,10 +231,16 @@ def load_corpus(inputs: Iterable[str | Path], **kwargs) -> Corpus:
     return loaded[0] if len(loaded) == 1 else merge_corpora(loaded)
 
 
+class Papers(NamedTuple):
+    """What ``read_papers`` read: the papers, and the records it skipped."""
+
+    papers: tuple[Paper, ...]
+    skipped: tuple[Skip, ...]
+
+
 def read_papers(inputs: Iterable[str | Path], options: IngestOptions | None = None, *,
-                strict: bool = False, notices: list[str] | None = None
-                ) -> tuple[tuple[Paper, ...], tuple[Skip, ...]]:
-    """The papers of ``inputs`` and the records skipped, for a project build.
+                strict: bool = False, notices: list[str] | None = None) -> Papers:
+    """The papers of ``inputs`` and the records skipped (``kg.read_papers``).
 
     Raw inputs are ingested; an extraction JSONL or a `kg build` directory gives the papers it
     was extracted from (they are extracted again, or found in the project's cache). Duplicate
@@ -265,10 +250,6 @@ def read_papers(inputs: Iterable[str | Path], options: IngestOptions | None = No
     >>> len(papers), skipped
     (19, ())
     """
-    from dataclasses import replace
-
-    from kg.ingest import provisional_label
-
     raw: list[str | Path] = []
     found: list[Paper] = []
     for item in inputs:
@@ -298,4 +279,4 @@ def read_papers(inputs: Iterable[str | Path], options: IngestOptions | None = No
         details = "\n".join(f"  {s.source}: {s.reason}" for s in skipped[:20])
         raise InputError("no papers to process" + (f":\n{details}" if details else
                                                     " (the inputs are empty)"))
-    return tuple(papers), tuple(skipped)
+    return Papers(tuple(papers), tuple(skipped))

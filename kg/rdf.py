@@ -19,9 +19,11 @@ True
 from __future__ import annotations
 
 import hashlib
+import heapq
+import json
 import re
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import quote
@@ -292,6 +294,7 @@ def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> list
 
 def concepts_described(corpus: Corpus, vocabulary: Vocabulary) -> set[str]:
     """The concepts the graph describes: those of its entities and all their broader ones."""
+    # TODO(closure): Vocabulary.closure() (the extract helper's) replaces this copy.
     used: set[str] = set()
     for entity in corpus.entities.values():
         if entity.concept:
@@ -383,8 +386,6 @@ class SortedNTriples:
 
     def write(self, path: Path) -> int:
         """Write the sorted lines to ``path`` (removing the runs); returns how many."""
-        import heapq
-        from contextlib import ExitStack
 
         written = 0
         try:
@@ -497,8 +498,6 @@ def _jsonld_value(term: str) -> dict[str, str]:
 
 def triples_to_jsonld(triples: list[Triple]) -> str:
     """JSON-LD: a ``@graph`` of node objects (absolute IRIs), one per line, in subject order."""
-    import json
-
     nodes: list[str] = []
     node: dict[str, object] = {}
     last_s = None
@@ -541,7 +540,7 @@ def write_rdf(corpus: Corpus, out_dir: Path, vocabulary: Vocabulary | None = Non
 
 def corpus_to_graph(corpus: Corpus, vocabulary: Vocabulary | None = None):
     """An rdflib Graph of the corpus (for pyshacl and tests; slow on large corpora)."""
-    import rdflib
+    import rdflib  # (0.3 s: only for a caller that wants an rdflib Graph)
 
     graph = rdflib.Graph(bind_namespaces="none")
     for prefix, ns in PREFIXES.items():
@@ -559,7 +558,7 @@ def _write_text(path: Path, text: str) -> None:
 def graph_file(path: str | Path) -> Path:
     """The graph file at ``path``: itself, or graph.nt / graph.ttl / graph.jsonld in an export
     directory (InputError if there is none, or if the build that wrote it is incomplete)."""
-    from kg.exports import check_export_dir, check_export_file
+    from kg.exports import check_export_dir, check_export_file  # (kg.exports writes RDF)
 
     path = Path(path)
     if path.is_dir():
@@ -573,102 +572,3 @@ def graph_file(path: str | Path) -> Path:
         raise InputError(f"{path}: no such graph file; pass a .ttl/.nt/.jsonld file or the "
                          "directory `kg build -o` wrote")
     return check_export_file(path)
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One SHACL result, as strings for printing."""
-
-    severity: str
-    focus: str
-    path: str
-    message: str
-    value: str
-
-
-def validate_graph(graph: str | Path, shapes: str | Path | None = None,
-                   on_step: Callable[[str], None] | None = None,
-                   on_check: Callable[[int, int], None] | None = None) -> list[Violation]:
-    """Validate a graph file (or export dir) against SHACL shapes; the violations, sorted.
-
-    The shapes are compiled to SPARQL and run on pyoxigraph (kg.shacl: seconds where pyshacl
-    took minutes); shapes using SHACL features kg.shacl does not compile go to pyshacl.
-    ``on_step`` hears each step's name, ``on_check`` (done, total) after each compiled check.
-
-    >>> import tempfile
-    >>> from kg.pipeline import run
-    >>> out = Path(tempfile.mkdtemp())
-    >>> _ = write_rdf(run(["examples/iclr2025-seed.txt"]), out)
-    >>> validate_graph(out / "graph.ttl")
-    []
-    """
-    from kg.exports import check_export_file
-    from kg.shacl import compile_shapes, run_checks
-    from kg.vocab import ontology_dir
-
-    step = on_step or (lambda name: None)
-    from kg.project import is_project, open_project
-
-    if Path(graph).is_dir() and not is_project(graph):
-        open_project(graph)  # raises, saying how to upgrade an older export directory
-    if is_project(graph):
-        store = open_project(graph).store()
-        checks = compile_shapes(Path(shapes) if shapes else ontology_dir() / "shapes.ttl")
-        if checks is None:
-            raise InputError(f"{shapes}: uses SHACL features kg does not compile; validate a "
-                             f"graph file instead (`kg export {graph} --format ttl`)")
-        found = {Violation(*row) for row in run_checks(store, checks, on_check)}
-        return sorted(found, key=lambda v: (v.focus, v.path, v.message, v.value))
-    path = graph_file(graph) if Path(graph).is_dir() else Path(graph)
-    if not path.is_file():
-        raise InputError(f"{path}: no such graph file")
-    check_export_file(path)
-    shapes_path = Path(shapes) if shapes else ontology_dir() / "shapes.ttl"
-    checks = compile_shapes(shapes_path)
-    if checks is None:
-        step(f"validating with pyshacl ({shapes_path.name} uses SHACL features kg does not "
-             "compile; slow on large graphs)")
-        return _validate_pyshacl(path, shapes_path)
-    import pyoxigraph as ox
-
-    step(f"loading {path}")
-    suffix = path.suffix.lower().lstrip(".")
-    fmt = ox.RdfFormat.from_extension(suffix) or (
-        ox.RdfFormat.JSON_LD if suffix in ("jsonld", "json") else ox.RdfFormat.TURTLE)
-    store = ox.Store()
-    try:
-        store.bulk_load(path=str(path), format=fmt)
-    except (SyntaxError, ValueError) as exc:
-        raise InputError(f"{path}: cannot be parsed as RDF ({exc}); rebuild it with `kg build`"
-                         ) from exc
-    found = {Violation(*row) for row in run_checks(store, checks, on_check)}
-    return sorted(found, key=lambda v: (v.focus, v.path, v.message, v.value))
-
-
-def _validate_pyshacl(path: Path, shapes_path: Path) -> list[Violation]:
-    import pyshacl
-    import rdflib
-
-
-    data = rdflib.Graph()
-    fmt = {".nt": "nt", ".jsonld": "json-ld", ".json": "json-ld"}.get(path.suffix.lower())
-    try:
-        data.parse(path, format=fmt or rdflib.util.guess_format(str(path)) or "turtle")
-    except Exception as exc:  # rdflib raises parser-specific types
-        raise InputError(f"{path}: cannot be parsed as RDF ({exc}); rebuild it with `kg build`"
-                         ) from exc
-    conforms, report, _ = pyshacl.validate(data, shacl_graph=str(shapes_path), advanced=True)
-    if conforms:
-        return []
-    sh = rdflib.Namespace("http://www.w3.org/ns/shacl#")
-    out = []
-    for result in report.subjects(rdflib.RDF.type, sh.ValidationResult):
-        def text(prop, result=result) -> str:
-            value = report.value(result, prop)
-            return "" if value is None else str(value)
-
-        out.append(Violation(
-            severity=text(sh.resultSeverity).rsplit("#", 1)[-1],
-            focus=text(sh.focusNode), path=text(sh.resultPath),
-            message=text(sh.resultMessage), value=text(sh.value)))
-    return sorted(out, key=lambda v: (v.focus, v.path, v.message, v.value))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pickle
@@ -21,8 +22,11 @@ from kg import project
 from kg.cli import cli
 from kg.exports import sha256_file
 from kg.ingest import IngestOptions, read_inputs
+from kg.io import result_line
 from kg.pipeline import read_papers
+from kg.project import generation
 
+builder = importlib.import_module("kg.project.builder")
 ICLR = "openreview-2024/ICLR_cc_2024_Conference.tsv"
 ALL = ["all"]
 
@@ -124,7 +128,7 @@ def test_adds_and_removes_on_500_iclr_papers_equal_a_fresh_build(tmp_path, corpo
 def test_graph_nt_streamed_in_sorted_runs_equals_the_graph_held_whole(tmp_path, monkeypatch):
     from kg import rdf
 
-    monkeypatch.setattr(project, "NT_RUN_LINES", 400)  # the seed's 5,900 lines: many runs
+    monkeypatch.setattr(generation, "NT_RUN_LINES", 400)  # the seed's 5,900 lines: many runs
     spills = []
     spill = rdf.SortedNTriples._spill
     monkeypatch.setattr(rdf.SortedNTriples, "_spill", lambda self: spills.append(spill(self)))
@@ -211,7 +215,7 @@ def test_a_pipeline_change_re_extracts_every_paper(tmp_path, monkeypatch):
     out = tmp_path / "p"
     project.build(out, papers, formats=["jsonl"])
     # What a vocabulary edit or a new kg version does to the pipeline version.
-    monkeypatch.setattr(project, "pipeline_version", lambda: "0-changed")
+    monkeypatch.setattr(builder, "pipeline_version", lambda: "0-changed")
     outcome = project.build(out, papers)
     assert outcome.extracted == len(papers) and not outcome.noop
 
@@ -250,10 +254,9 @@ def test_remove_refuses_unknown_ids_and_keeps_the_project(tmp_path):
     assert project.open_project(out).manifest.counts["papers"] == 19
 
 
-def test_commands_in_their_own_processes_fork_helpers_and_equal_a_fresh_build(tmp_path):
-    """In a fresh `kg` process (no RocksDB thread yet) a removal checkpoints the store, and
-    applies its delta, in forked children: the in-process tests, where a store has run, do
-    both inline. (A few papers are extracted in a child either way.)"""
+def test_commands_in_their_own_processes_equal_a_fresh_build(tmp_path):
+    """Each `kg` command in its own process: a removal and an addition checkpoint the store
+    and apply its delta in a worker process, a few papers are extracted in this one."""
     papers = seed_papers()
     lines = [json.dumps({"id": p.id, "title": p.title, "abstract": p.abstract}) + "\n"
              for p in papers]
@@ -298,7 +301,7 @@ def test_a_few_new_papers_are_added_with_the_projects_cached_extractor_and_vocab
     papers = seed_papers()
     out = tmp_path / "p"
     with monkeypatch.context() as patched:  # extracted as many papers are: a child pickles it
-        patched.setattr(project, "FEW_PAPERS", 1)
+        patched.setattr(builder, "FEW_PAPERS", 1)
         project.build(out, papers[:13], formats=["jsonl"])
     current = project.pipeline_version()
     assert {name: p for name, (p, _) in prebuilt(out).items()} == {
@@ -331,8 +334,8 @@ def test_a_build_whose_extractor_pickling_fails_still_lands(tmp_path, monkeypatc
     def fail() -> bytes:
         raise MemoryError("as if the child were killed")
 
-    monkeypatch.setattr(project, "FEW_PAPERS", 1)
-    monkeypatch.setattr(project, "_pickled_extractor", fail)
+    monkeypatch.setattr(builder, "FEW_PAPERS", 1)
+    monkeypatch.setattr(builder, "pickled_extractor", fail)
     project.build(tmp_path / "p", seed_papers()[:4], formats=["jsonl"])
     assert "extractor" not in prebuilt(tmp_path / "p")
     assert project.open_project(tmp_path / "p").corpus().results
@@ -407,47 +410,43 @@ def test_a_foreign_or_damaged_directory_is_refused_and_left_alone(tmp_path):
     assert result.exit_code == 2 and "version 9" in result.output
 
 
-def test_a_build_that_fails_while_its_extraction_child_runs_reaps_it(tmp_path, monkeypatch):
-    """The child extracting a few papers holds a copy of DIR's lock: left running (blocked
-    on a pipe nobody reads), it would refuse every later build in this process."""
+def test_a_build_that_fails_leaves_no_generation_and_the_next_one_lands(tmp_path, monkeypatch):
     papers = seed_papers()
     out = tmp_path / "p"
     project.build(out, papers[:10], formats=["jsonl"])
 
-    def fail() -> None:
-        raise RuntimeError("failed while the child extracts")
+    def fail(*args, **kwargs) -> None:
+        raise RuntimeError("failed while extracting")
 
-    monkeypatch.setattr(project, "_import_later_stages", fail)
-    with pytest.raises(RuntimeError, match="child extracts"):
+    monkeypatch.setattr(builder, "extract_few", fail)
+    with pytest.raises(RuntimeError, match="while extracting"):
         project.add(out, papers[10:])
+    assert sorted(p.name for p in (out / ".kg").glob("gen-*")) == ["gen-000001"]
     monkeypatch.undo()
     assert project.add(out, papers[10:]).extracted == len(papers[10:])
 
 
 def test_a_delta_that_fails_after_its_store_child_started_reaps_it(tmp_path):
-    """In a process where no store has run (the CLI's), the store delta is applied by a
-    child started before the index is written; a failure after that reaps it, and the next
-    add in the same process lands."""
+    """The store delta is applied by a worker process started before the index is written;
+    a failure after that waits for it (no worker is left), and the next remove in the same
+    process lands."""
     out = tmp_path / "p"
     assert kg("build", SEED, "-o", out, "--formats", "jsonl").returncode == 0
     script = f"""
-import os
-from kg import analysis, project
+import multiprocessing
+from kg import project
+from kg.analysis import stored
 from kg.pipeline import read_papers
 papers = list(read_papers([{str(SEED)!r}])[0])
 def fail(*args, **kwargs):
     raise RuntimeError("failed after the store child started")
-kept, analysis.assemble_index = analysis.assemble_index, fail
+kept, stored.assemble_index = stored.assemble_index, fail
 try:
     project.remove({str(out)!r}, [papers[0].id])
 except RuntimeError as exc:
     print(exc)
-try:
-    os.waitpid(-1, os.WNOHANG)
-    print("a child is left")
-except ChildProcessError:
-    print("no child left")
-analysis.assemble_index = kept
+print("a child is left" if multiprocessing.active_children() else "no child left")
+stored.assemble_index = kept
 print(project.remove({str(out)!r}, [papers[0].id]).removed)
 """
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
@@ -462,8 +461,8 @@ def test_a_second_build_on_the_same_directory_is_refused(tmp_path):
     project.build(out, seed_papers(), formats=["jsonl"])
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-         "from kg.project import _locked\n"
-         f"with _locked(Path({str(out)!r})):\n    print('held', flush=True); time.sleep(60)"],
+         "from kg.project.builder import locked\n"
+         f"with locked(Path({str(out)!r})):\n    print('held', flush=True); time.sleep(60)"],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -524,3 +523,33 @@ def test_a_build_killed_at_any_moment_leaves_the_previous_state_answering(tmp_pa
     assert proc.returncode == 0, proc.stderr
     assert exports(out) == fresh(list(read_papers([big])[0]), tmp_path, ["auto"])
     assert not [p for p in (out / ".kg").iterdir() if p.name.startswith("gen-")][2:]
+
+
+def test_a_project_gives_papers_results_lines_and_batches_as_its_exports_hold_them(tmp_path):
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers, formats=["jsonl"])
+    opened = project.open_project(out)
+    corpus = opened.corpus()  # read back from extraction.jsonl
+    ids = sorted(r.paper.id for r in corpus.results)
+    some = ids[::4]
+    by_id = {r.paper.id: r for r in corpus.results}
+
+    def records(results):  # what extraction.jsonl holds of each (not where it was read)
+        return [result_line(r, corpus.entities) for r in results]
+
+    assert records(opened.results(reversed(some))) == records(by_id[p] for p in reversed(some))
+    batches = list(opened.batches(7))
+    assert [len(b.results) for b in batches] == [7, 7, 5]
+    assert records(r for b in batches for r in b.results) == records(by_id[p] for p in ids)
+    assert {e: x for b in batches for e, x in b.entities.items()} == corpus.entities
+    written = (out / "extraction.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    wanted = {pid: written[ids.index(pid)] for pid in some}
+    assert opened.lines([*some, "no-such-paper"]) == wanted
+    (opened.generation / "lines.idx").unlink()  # a generation without its line index
+    assert opened.lines(some) == wanted
+    (opened.generation / "lines.idx").write_bytes(b"")  # one that does not fit: scanned
+    assert opened.lines(some) == wanted
+    project.build(out, papers, formats=["nt"])
+    with pytest.raises(project.ProjectError, match=r"did not write extraction\.jsonl"):
+        project.open_project(out).lines(some)

@@ -17,7 +17,8 @@ from kg.errors import InputError
 from kg.io import read_jsonl, write_jsonl
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
 from kg.pipeline import run
-from kg.rdf import ONTOLOGY_NS, PREFIXES, entity_iri, paper_iri, validate_graph
+from kg.rdf import ONTOLOGY_NS, PREFIXES, entity_iri, paper_iri
+from kg.shacl import validate_graph
 from kg.sparql import execute_query, load_store, parse_binding, saved_queries
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:rdflib.*")

@@ -141,14 +141,18 @@ def test_the_eta_leaves_start_up_time_out_and_waits_for_a_measured_rate():
 
     from kg.progress import Progress
 
-    with Progress(100, "extracting", stream=io.StringIO()) as bar:
-        time.sleep(2.0)  # start-up: workers, matchers; counting it inflated the first ETA
+    now = [100.0]  # an injected clock: the test never sleeps, and load cannot bend it
+    with Progress(100, "extracting", stream=io.StringIO(), clock=lambda: now[0]) as bar:
+        now[0] += 2.0  # start-up: workers, matchers; counting it inflated the first ETA
         bar.update(10)
         assert bar.eta() is None  # one update is no rate yet
-        time.sleep(1.0)
-        bar.update(10)
+        now[0] += 0.5
+        bar.update(5)
+        assert bar.eta() is None  # measured for less than a second
+        now[0] += 0.5
+        bar.update(5)
         # 10 papers/s since the first update: 80 left is 8 s (counting start-up said 12 s).
-        assert 7.0 <= bar.eta() <= 8.5
+        assert bar.eta() == pytest.approx(8.0)
 
 
 def test_neo4j_load_checks_the_server_before_reading_any_input(tmp_path):
@@ -223,12 +227,12 @@ def broken_graph(seed_rdf_dir: Path, tmp_path: Path) -> Path:
 @pytest.mark.filterwarnings("ignore:Dataset.default_context is deprecated:DeprecationWarning",
                             "ignore:Dataset.identifier is deprecated:DeprecationWarning")
 def test_fast_validation_reports_what_pyshacl_reports(seed_rdf_dir, tmp_path):
-    from kg.rdf import _validate_pyshacl, validate_graph
+    from kg.shacl import validate_graph, validate_pyshacl
     from kg.vocab import ontology_dir
 
     path = broken_graph(seed_rdf_dir, tmp_path)
     fast = validate_graph(path)
-    slow = _validate_pyshacl(path, ontology_dir() / "shapes.ttl")
+    slow = validate_pyshacl(path, ontology_dir() / "shapes.ttl")
     assert len(slow) >= 11
 
     def key(v):

@@ -75,17 +75,7 @@ def cli() -> None:
 
 
 def main() -> None:
-    try:
-        cli(prog_name="kg")
-    finally:
-        # The process exits now: spare the interpreter's final cycle collection, a scan of
-        # every object still alive (0.2 s at the end of a `kg add` while extraction loaded
-        # spaCy). Objects left in cycles are then not finalized, so commands close their files
-        # themselves (kg writes through `with` blocks); a caller of main() in-process keeps a
-        # frozen heap.
-        import gc
-
-        gc.freeze()
+    cli(prog_name="kg")
 
 
 if __name__ == "__main__":

@@ -233,7 +233,7 @@ def validate(graph, shapes, limit):
     """
     import contextlib
 
-    from kg.rdf import validate_graph
+    from kg.shacl import validate_graph
 
     with contextlib.ExitStack() as stack:
         on_step = on_check = None

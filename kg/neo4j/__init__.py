@@ -16,9 +16,10 @@ Graph model (the same stable ids as the RDF graph):
 
 The modules, low to high: ``connection`` (where the server is, the driver, its errors as
 KgErrors), ``rows`` (the Corpus as parameter rows and the MERGE statements), ``queries`` (saved
-queries, counts), ``loader`` (``load``: whole-paper transactions), ``source`` (what is read from
-a project), ``delta`` (``load_project``: a project loaded delta by delta), ``script`` (a
-cypher-shell script) and ``admin`` (neo4j-admin CSVs). The names below are the package's API.
+queries, counts), ``loader`` (``load``: whole-paper transactions), ``delta`` (``load_project``:
+a project loaded delta by delta), ``script`` (a cypher-shell script) and ``admin`` (neo4j-admin
+CSVs); what they read of a project comes through ``kg.project.Project``. The names below
+are the package's API.
 
 >>> from kg.neo4j import REL_TYPES
 >>> REL_TYPES["usesTechnique"]

@@ -32,7 +32,6 @@ from kg.neo4j.rows import (
     subject_label,
     with_ancestors,
 )
-from kg.neo4j.source import cached_batches
 from kg.vocab import load_vocabulary
 
 ADMIN_FILES = ("papers.csv", "entities.csv", "concepts.csv", "rel_paper_entity.csv",
@@ -234,7 +233,7 @@ def project_batches(project, papers_per_batch: int = DEFAULT_SHARD_PAPERS) -> It
         check_export_dir(project.generation, reading="extraction.jsonl")
         yield from jsonl_batches(project.generation / "extraction.jsonl", papers_per_batch)
         return
-    yield from cached_batches(project, papers_per_batch)
+    yield from project.batches(papers_per_batch)
 
 
 def jsonl_batches(path: Path, size: int) -> Iterator[Corpus]:

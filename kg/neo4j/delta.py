@@ -36,7 +36,6 @@ from kg.neo4j.rows import (
     group_rows,
     paper_props,
 )
-from kg.neo4j.source import paper_lines
 
 LOADS_FILE = "neo4j-loads.json"
 LOADS_FORMAT = "kg-neo4j-loads"
@@ -254,7 +253,8 @@ def delta_corpus(project, papers: Iterable[str], entities: Iterable[str]) -> Cor
         return Corpus(())
     if "extraction.jsonl" not in project.manifest.written:
         return project.corpus()
-    lines = paper_lines(project, wanted)
+    found = project.lines(wanted)
+    lines = [found[pid] for pid in sorted(found)]
     with tempfile.TemporaryDirectory(prefix="kg-delta-") as tmp:
         part = Path(tmp) / "delta.jsonl"
         part.write_text("".join(lines), encoding="utf-8")

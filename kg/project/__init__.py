@@ -1,0 +1,342 @@
+"""A kg project: what ``kg build -o DIR`` keeps in DIR so the next build is incremental.
+
+::
+
+    DIR/
+      build.json, extraction.jsonl, graph.nt, …  the exports of the current generation
+      .kg/
+        project.json    marks DIR as a kg project (format and version)
+        lock            held (flock) by the build running on DIR; holds its pid
+        cache.sqlite    per-paper extraction results and their Preps (what resolution reads)
+                        by content key (paper + pipeline)
+        CURRENT         the committed generation's name, replaced atomically
+        gen-000003/     one complete generation: manifest.json, store/ (pyoxigraph,
+                        RocksDB), index.sqlite (kg shared/related/techniques) and the exports
+
+This module is the read side: ``open_project`` gives the committed generation (``Project``)
+and what it holds. Writing one is ``kg.project.builder`` (``build``, ``add`` and ``remove``,
+importable from here too); its steps live in ``cache`` (the extraction cache, resolution from
+it), ``generation`` (index rows, lines, triples and exports of a generation) and ``store``
+(the RDF store delta).
+
+A build extracts only papers whose content key is not cached, plans the corpus-level steps
+(recurring terms, acronyms, entity ids) from every paper's cached Prep, and writes a new
+generation next to the current one. A paper whose result digest is unchanged is not rebuilt:
+its index rows and extraction.jsonl line are carried over; the others flow through in
+batches. The RDF store is a hard-link checkpoint of the previous one with the delta applied
+(a first build bulk-loads it batch by batch). Only then does CURRENT name it. A build
+killed at any moment leaves CURRENT — and every query — on the previous complete
+generation; the next build starts again from there. Papers are kept in id order, so any
+sequence of builds, adds and removes gives the exports (and the index) a build from scratch
+of the final set gives.
+
+>>> import tempfile
+>>> from kg.ingest import IngestOptions, read_inputs
+>>> from kg.project import add, build
+>>> papers = read_inputs(["examples/iclr2025-seed.txt"], IngestOptions()).papers
+>>> out = Path(tempfile.mkdtemp())
+>>> build(out, papers[:10]).counts["papers"]
+10
+>>> outcome = add(out, papers[10:])
+>>> outcome.counts["papers"], outcome.extracted
+(19, 9)
+>>> build(out, papers).extracted  # nothing changed: nothing is extracted or written
+0
+>>> project = open_project(out)
+>>> project.index().n_papers
+19
+>>> [r.paper.id for r in project.results(sorted(project.manifest.papers)[:2])] == sorted(
+...     project.manifest.papers)[:2]
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kg import io
+from kg.errors import KgError, ProjectError
+from kg.exports import check_export_dir
+from kg.model import Corpus, Paper, PaperResult
+
+META = ".kg"
+FORMAT = "kg-project"
+FORMAT_VERSION = 1
+JSONL = "extraction.jsonl"
+# Beside a generation's extraction.jsonl: the end offset of each line (8-byte unsigned ints,
+# native order), so a reader seeks to a paper's line instead of scanning the file.
+LINE_INDEX = "lines.idx"
+
+
+def pipeline_version() -> str:
+    """kg's version plus a hash of its code and vocabulary: a change re-extracts every paper.
+
+    >>> pipeline_version() == pipeline_version()
+    True
+    """
+    from kg import __version__
+    from kg.vocab import ontology_dir  # (kg.vocab loads kg.extract: a query need not)
+
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent.parent  # kg/
+    for path in sorted([*package.rglob("*.py"), *ontology_dir().rglob("*.ttl")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return f"{__version__}+{digest.hexdigest()[:16]}"
+
+
+def paper_key(paper: Paper, pipeline: str) -> str:
+    """A content key: what extraction reads of ``paper`` (not where it came from)."""
+    data = json.dumps([pipeline, paper.metadata()], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What one generation holds: papers by content key, formats, digests for the deltas."""
+
+    generation: int
+    pipeline: str
+    papers: dict[str, str]  # paper id → content key (every paper asked for, failures too)
+    formats: tuple[str, ...]  # as asked ("auto", or names of kg.exports.FORMATS)
+    written: tuple[str, ...]  # the export files this generation has
+    counts: dict[str, int]
+    paper_digests: dict[str, str] = field(default_factory=dict)  # what its facts derive from
+    entity_digests: dict[str, str] = field(default_factory=dict)  # of each Entity
+    concepts: tuple[str, ...] = ()  # concept IRIs the store describes
+    failed: dict[str, str] = field(default_factory=dict)  # paper id → why extraction failed
+    # Entity → entity relations (subject, predicate, object ids) the store holds; None in a
+    # manifest from before they were recorded (the store is then scanned for them).
+    links: tuple[tuple[str, str, str], ...] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": FORMAT_VERSION, "generation": self.generation,
+                "pipeline": self.pipeline, "formats": list(self.formats),
+                "written": list(self.written), "counts": self.counts, "papers": self.papers,
+                "failed": self.failed, "paper_digests": self.paper_digests,
+                "entity_digests": self.entity_digests, "concepts": list(self.concepts),
+                "links": None if self.links is None else [list(t) for t in self.links]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        return cls(int(data["generation"]), str(data["pipeline"]), dict(data["papers"]),
+                   tuple(data["formats"]), tuple(data["written"]), dict(data["counts"]),
+                   dict(data["paper_digests"]), dict(data["entity_digests"]),
+                   tuple(data["concepts"]), dict(data.get("failed", {})),
+                   None if data.get("links") is None else tuple(map(tuple, data["links"])))
+
+    @property
+    def lined(self) -> list[str]:
+        """The papers extraction.jsonl has a line for, in its order (id order)."""
+        return [pid for pid in sorted(self.papers) if pid not in self.failed]
+
+
+def gen_name(number: int) -> str:
+    return f"gen-{number:06d}"
+
+
+def line_spans(gen: Path, manifest: Manifest) -> dict[str, tuple[int, int]]:
+    """Where each paper's line lies in ``gen``'s extraction.jsonl: paper id → (offset,
+    length), from ``lines.idx`` (else found in the file: a generation from before the index
+    was kept); empty when the line ends found do not fit the manifest's papers."""
+    order = manifest.lined
+    try:
+        ends = io.read_offsets(gen / LINE_INDEX)
+    except (OSError, ValueError):
+        ends = io.line_ends(gen / JSONL)
+    if len(ends) != len(order):
+        return {}
+    return {pid: (start, end - start)
+            for pid, start, end in zip(order, [0, *ends[:-1]], ends, strict=True)}
+
+
+@dataclass(frozen=True)
+class Project:
+    """A committed generation of a project directory, opened for reading.
+
+    ``store()`` and ``index()`` open the on-disk RDF store and query index; ``corpus()``,
+    ``results(ids)`` and ``batches(n)`` rebuild resolved results from the cache (for what
+    the index does not hold); ``lines(ids)`` reads papers' extraction.jsonl lines.
+    """
+
+    root: Path
+    generation: Path
+    manifest: Manifest
+
+    def store(self):
+        """The generation's pyoxigraph store, read-only."""
+        import pyoxigraph as ox  # (0.05 s: only the commands that query the store pay it)
+
+        return ox.Store.read_only(str(self.generation / "store"))
+
+    def index(self):
+        """The query index (``kg.analysis.AnalysisIndex``), read lazily from index.sqlite."""
+        from kg.analysis.stored import read_index  # (networkx-free, but not needed by all)
+
+        return read_index(self.generation / "index.sqlite", self.corpus)
+
+    def _cache(self):
+        # (resolution is imported only by the commands that read the cache)
+        from kg.project.cache import Cache
+
+        return Cache(self.root / META / "cache.sqlite", readonly=True)
+
+    def vocabulary(self):
+        """The vocabulary this generation was built with: the one the project keeps pickled
+        in its cache (3 ms), else the vocabulary files as they are now (parsed: 50 ms)."""
+        from kg.project.cache import cached_vocabulary
+        from kg.vocab import load_vocabulary
+
+        with contextlib.suppress(ProjectError, sqlite3.Error), self._cache() as cache:
+            return cached_vocabulary(cache, self.manifest.pipeline)  # (read-only: not kept)
+        return load_vocabulary()
+
+    def corpus(self) -> Corpus:
+        """The resolved corpus: from extraction.jsonl when written, else from the cache."""
+        if JSONL in self.manifest.written:
+            check_export_dir(self.generation, reading=JSONL)
+            return io.read_jsonl(self.generation / JSONL)
+        with self._resolution() as resolved:
+            return resolved.corpus()
+
+    def results(self, ids: Iterable[str]) -> list[PaperResult]:
+        """The resolved results of the papers ``ids`` (as the generation's exports hold them),
+        in the order given, from the project's cache.
+
+        Each call reads the cache and makes the corpus-level plan again (about a second at
+        5,000 papers): ask for many papers at once, or go through ``batches``. A paper not in
+        the generation, or whose extraction failed, raises KeyError.
+        """
+        with self._resolution() as resolved:
+            return resolved.results(list(ids))
+
+    def batches(self, n: int) -> Iterator[Corpus]:
+        """The resolved corpus ``n`` papers at a time, in id order, from the project's cache
+        (whatever ``--formats`` wrote), in memory bounded by a batch.
+
+        Each batch carries the entities its papers mention; the entities no paper mentions
+        come last, in a batch without papers. The cache stays open until the iteration ends.
+        """
+        if n < 1:
+            raise KgError("a batch must hold at least 1 paper")
+        with self._resolution() as resolved:
+            mentioned: set[str] = set()
+            for start in range(0, len(resolved.order), n):
+                results = resolved.results(resolved.order[start:start + n])
+                ids = sorted({eid for r in results for eid in r.entity_ids})
+                mentioned.update(ids)
+                yield Corpus(tuple(results), {eid: resolved.entities[eid] for eid in ids})
+            rest = sorted(set(resolved.entities) - mentioned)
+            if rest:
+                yield Corpus((), {eid: resolved.entities[eid] for eid in rest})
+
+    @contextlib.contextmanager
+    def _resolution(self) -> Iterator[Any]:
+        from kg.project.cache import Resolved  # (see _cache)
+
+        with self._cache() as cache:
+            yield Resolved(cache, self.manifest.papers, {})
+
+    def lines(self, ids: Iterable[str]) -> dict[str, str]:
+        """The extraction.jsonl lines (``kg.io`` records, each ending in a newline) of the
+        papers ``ids``, by paper id: read by the line index where it fits the manifest, else
+        found by scanning the file. Ids the file has no line for are left out (the caller
+        says which were wanted). Only for a generation that wrote extraction.jsonl
+        (``"extraction.jsonl" in manifest.written``; ProjectError otherwise).
+        """
+        wanted = set(ids)
+        path = self.generation / JSONL
+        if JSONL not in self.manifest.written:
+            raise ProjectError(f"{self.root}: its build did not write {JSONL}; read the "
+                               "papers with Project.results or Project.batches")
+        if not wanted:
+            return {}
+        spans = line_spans(self.generation, self.manifest)
+        out: dict[str, str] = {}
+        with path.open("rb") as fh:
+            if spans:
+                for pid in sorted(wanted & spans.keys()):
+                    offset, length = spans[pid]
+                    fh.seek(offset)
+                    out[pid] = fh.read(length).decode("utf-8")
+                return out
+            for raw in fh:
+                line = raw.decode("utf-8")
+                pid = io.line_paper_id(line)
+                if pid in wanted:
+                    out[pid] = line
+        return out
+
+
+def is_project(directory: str | Path) -> bool:
+    """True when ``directory`` holds a kg project (``.kg/project.json``)."""
+    return (Path(directory) / META / "project.json").is_file()
+
+
+def open_project(directory: str | Path) -> Project:
+    """The committed state of the project at ``directory`` (ProjectError if there is none)."""
+    root = Path(directory)
+    meta = root / META
+    if not (meta / "project.json").is_file():
+        if (root / "build.json").is_file() or (root / JSONL).is_file():
+            raise ProjectError(f"{root}: an export directory from an older kg, without a query "
+                               f"store; upgrade it with `kg build INPUT... -o {root}` (the "
+                               "same inputs; or its extraction.jsonl)")
+        raise ProjectError(f"{root}: not a kg project; build one with "
+                           f"`kg build INPUT... -o {root}`")
+    check_format(root)
+    current = read_current(root)
+    if current is None:
+        raise ProjectError(f"{root}: no complete build yet (the first build was interrupted "
+                           f"or is running); run `kg build INPUT... -o {root}`")
+    return Project(root, meta / gen_name(current.generation), current)
+
+
+def check_format(root: Path) -> None:
+    """ProjectError unless ``root/.kg/project.json`` names a project format this kg reads."""
+    path = root / META / "project.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        fmt, version = data["format"], data["version"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{path}: unreadable ({exc}); this is not a project kg can use — "
+                           f"move {root} aside, or delete {root / META} to build afresh") from exc
+    if fmt != FORMAT or version != FORMAT_VERSION:
+        raise ProjectError(f"{path}: a {fmt!r} version {version!r} project; this kg reads "
+                           f"{FORMAT!r} version {FORMAT_VERSION}; build into another directory")
+
+
+def read_current(root: Path) -> Manifest | None:
+    """The manifest of the committed generation; None before the first commit."""
+    meta = root / META
+    try:
+        name = (meta / "CURRENT").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    path = meta / name / "manifest.json"
+    try:
+        return Manifest.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{path}: damaged ({exc}); move {root} aside, or delete "
+                           f"{meta} to rebuild from the inputs") from exc
+
+
+_BUILD_API = ("build", "add", "remove", "Outcome")
+
+
+def __getattr__(name: str):
+    # The write side (kg.project.builder) imports extraction, resolution, the store and the
+    # exports: loaded on first use, so the queries that only read a project stay light.
+    if name not in _BUILD_API:
+        raise AttributeError(f"module 'kg.project' has no attribute {name!r}")
+    module = importlib.import_module("kg.project.builder")
+    # (the names of kg.project.builder, bound here on first use)
+    globals().update({n: getattr(module, n) for n in _BUILD_API})
+    return globals()[name]
