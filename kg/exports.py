@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,12 @@ from kg.model import Corpus
 from kg.text import spreadsheet_cell, xml_safe
 
 ADMIN_DIR = "neo4j-admin"
+# The neo4j-admin tables kg.neo4j.admin writes, here so that stale-file cleanup knows them.
+ADMIN_FILES = ("papers.csv", "entities.csv", "concepts.csv", "rel_paper_entity.csv",
+               "rel_entity_entity.csv", "has_concept.csv", "broader.csv")
+# Any file of them either layout writes (a re-export removes those it did not write this time).
+ADMIN_NAME = re.compile(r"(?P<table>papers|entities|concepts|rel_paper_entity|"
+                        r"rel_entity_entity|has_concept|broader)(\.header|-\d{6})?\.csv\Z")
 # Hashing costs ~1 s per GB; a reader hashes the file it reads only below this size.
 CHEAP_HASH_BYTES = 64 * 2**20
 
@@ -207,8 +214,6 @@ def remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> None
             target.unlink()
     admin = out_dir / ADMIN_DIR
     if admin.is_dir() and not admin.is_symlink():
-        from kg.neo4j import ADMIN_FILES, ADMIN_NAME  # (only where that folder is)
-
         for name in (*ADMIN_FILES, "import.sh"):
             (admin / name).unlink(missing_ok=True)
         # A project's sharded export (kg.neo4j.write_admin_shards): stem.header.csv
@@ -352,3 +357,20 @@ def check_export_file(path: str | Path) -> Path:
         raise InputError(f"{path}: empty (0 bytes), not a graph; rebuild it with "
                          f"`kg build INPUT... -o {path.parent}`")
     return path
+
+
+def graph_file(path: str | Path) -> Path:
+    """The graph file at ``path``: itself, or graph.nt / graph.ttl / graph.jsonld in an export
+    directory (InputError if there is none, or if the build that wrote it is incomplete)."""
+    path = Path(path)
+    if path.is_dir():
+        for name in ("graph.nt", "graph.ttl", "graph.jsonld"):
+            if (path / name).is_file():
+                check_export_dir(path, reading=name)  # refuse a half-written or mixed build
+                return path / name
+        raise InputError(f"{path}: no graph.nt, graph.ttl or graph.jsonld here; "
+                         f"run `kg build INPUT... -o {path}` first")
+    if not path.is_file():
+        raise InputError(f"{path}: no such graph file; pass a .ttl/.nt/.jsonld file or the "
+                         "directory `kg build -o` wrote")
+    return check_export_file(path)

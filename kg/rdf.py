@@ -553,22 +553,3 @@ def _write_text(path: Path, text: str) -> None:
     # newline="" so the bytes are the same on every platform.
     with path.open("w", encoding="utf-8", newline="") as fh:
         fh.write(text)
-
-
-def graph_file(path: str | Path) -> Path:
-    """The graph file at ``path``: itself, or graph.nt / graph.ttl / graph.jsonld in an export
-    directory (InputError if there is none, or if the build that wrote it is incomplete)."""
-    from kg.exports import check_export_dir, check_export_file  # (kg.exports writes RDF)
-
-    path = Path(path)
-    if path.is_dir():
-        for name in ("graph.nt", "graph.ttl", "graph.jsonld"):
-            if (path / name).is_file():
-                check_export_dir(path, reading=name)  # refuse a half-written or mixed build
-                return path / name
-        raise InputError(f"{path}: no graph.nt, graph.ttl or graph.jsonld here; "
-                         f"run `kg build INPUT... -o {path}` first")
-    if not path.is_file():
-        raise InputError(f"{path}: no such graph file; pass a .ttl/.nt/.jsonld file or the "
-                         "directory `kg build -o` wrote")
-    return check_export_file(path)

@@ -25,9 +25,9 @@ import pyoxigraph as ox
 import rdflib
 
 from kg.errors import InputError
-from kg.exports import check_export_file
+from kg.exports import check_export_file, graph_file
 from kg.project import is_project, open_project
-from kg.rdf import PREFIXES, graph_file
+from kg.rdf import PREFIXES
 from kg.vocab import ontology_dir
 
 SH = "http://www.w3.org/ns/shacl#"

@@ -32,8 +32,9 @@ import pyoxigraph as ox
 
 from kg.data import data_dir
 from kg.errors import InputError, QueryError
+from kg.exports import graph_file
 from kg.project import is_project, open_project
-from kg.rdf import PREFIXES, graph_file
+from kg.rdf import PREFIXES
 
 
 class RefusedQueryError(QueryError):

@@ -7,6 +7,14 @@ from pathlib import Path
 
 import click
 
+from kg.analysis import clusters, cooccurrence, find_paper, paper_label, technique_counts
+from kg.analysis import related as related_papers
+from kg.analysis import shared as shared_papers
+from kg.cli.common import show_progress
+from kg.pipeline import load_corpus
+from kg.project import is_project, open_project
+from kg.text import shorten
+
 GRAPH_HELP = ("An export directory from `kg build` (holds extraction.jsonl) or an extraction "
               "JSONL; repeatable. Default: ./exports when it exists.")
 FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
@@ -21,9 +29,6 @@ def _graph_options(func):
 
 def _load(graphs: tuple[str, ...], inputs: tuple[str, ...]):
     """The corpus from --graph and/or INPUT files (raw inputs are extracted on the fly)."""
-    from kg.cli.common import show_progress
-    from kg.pipeline import load_corpus
-    from kg.project import is_project, open_project
 
     sources = [*graphs, *inputs]
     if not sources:
@@ -41,7 +46,6 @@ EVIDENCE_WIDTH = 160  # characters of an evidence sentence in text output (JSON 
 
 def _evidence(text: str, names: tuple[str, ...], aliases: dict[str, tuple[str, ...]]) -> str:
     """The evidence sentence, cut around the first of ``names`` (or their aliases) in it."""
-    from kg.text import shorten
 
     terms = [form for name in names for form in (name, *aliases.get(name, ()))]
     return shorten(text, EVIDENCE_WIDTH, around=terms)
@@ -106,8 +110,6 @@ def related(paper, graphs, inputs, n, include_mentions, min_confidence, fmt):
       kg related p-05c5 examples/iclr2025-seed.txt --format json
       kg related LOTOS --graph exports/ --min-confidence 0.8
     """
-    from kg.analysis import find_paper, paper_label
-    from kg.analysis import related as related_papers
 
     corpus = _load(graphs, inputs)
     target = find_paper(corpus, paper)
@@ -161,8 +163,6 @@ def shared(technique, graphs, inputs, include_mentions, min_confidence, fmt):
       kg shared "KV cache" examples/iclr2025-seed.txt --format json
       kg shared quantization --graph exports/ --include-mentions
     """
-    from kg.analysis import paper_label
-    from kg.analysis import shared as shared_papers
 
     corpus = _load(graphs, inputs)
     uses = shared_papers(corpus, technique, include_mentions=include_mentions,
@@ -203,7 +203,6 @@ def techniques(graphs, inputs, n, seed, fmt):
       kg techniques --graph exports/
       kg techniques examples/iclr2025-seed.txt -n 5 --format json
     """
-    from kg.analysis import clusters, cooccurrence, paper_label, technique_counts
 
     corpus = _load(graphs, inputs)
     counts = technique_counts(corpus)[:n]

@@ -12,6 +12,10 @@ import click
 
 from kg.cli.common import input_options, report_skips, show_progress
 from kg.errors import InputError
+from kg.evaluate import evaluate
+from kg.exports import check_writable, replacing
+from kg.io import write_jsonl
+from kg.pipeline import run
 
 model_option = click.option(
     "--model", type=click.Choice(["none", "kg-span"]), default="none", show_default=True,
@@ -49,9 +53,6 @@ def extract(inputs, ingest, strict, workers, fmt, output, model):
       kg extract papers.jsonl --format jsonl -o extraction.jsonl
       cat papers.csv | kg extract - --input-format csv --abstract-field summary
     """
-    from kg.exports import check_writable, replacing
-    from kg.io import write_jsonl
-    from kg.pipeline import run
 
     if output != "-":
         _refuse_own_input(Path(output), inputs)
@@ -135,7 +136,6 @@ def eval_cmd(gold, corpora, fmt, verbose, fail_under, context, model, compare):
       kg eval tests/data/corl-gold.jsonl --context CoRL_2024_Conference.tsv
       kg eval tests/data/dev-gold.jsonl --model kg-span    # rules-only | rules+model
     """
-    from kg.evaluate import evaluate
 
     name = trained_model("kg-span" if compare and model == "none" else model)
     report = evaluate(gold, corpora, context)

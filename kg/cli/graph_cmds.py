@@ -8,9 +8,19 @@ from pathlib import Path
 
 import click
 
+from kg import project
 from kg.cli.common import input_options, report_skips, show_progress
 from kg.cli.extract_cmds import model_option, trained_model
 from kg.errors import InputError, KgError
+from kg.exports import check_writable
+from kg.model import Corpus
+from kg.pipeline import read_papers
+from kg.progress import Progress, step
+from kg.rdf import PREFIXES
+from kg.server import ServerConfig
+from kg.server import serve as run_server
+from kg.sparql import execute_query, load_store, saved_queries, substitutions
+from kg.text import shorten
 
 RESULT_FORMATS = ("table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "jsonld")
 
@@ -67,12 +77,10 @@ def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(),
     """Run a project build/add/remove with progress on a terminal, then print the summary."""
     import contextlib
 
-    from kg.model import Corpus
 
     on_step = on_progress = None
     with contextlib.ExitStack() as stack:
         if show_progress():
-            from kg.progress import Progress, step
 
             bars: list = []
 
@@ -155,9 +163,6 @@ def build(inputs, ingest, strict, workers, out_dir, top, html, formats, engine, 
       kg add ml24/ new-papers.jsonl        # or: kg build ICLR.tsv ICML.tsv new.jsonl -o ml24/
       kg build field.jsonl -o field/ --engine dask --scheduler tcp://HOST:8786
     """
-    from kg import project
-    from kg.exports import check_writable
-    from kg.pipeline import read_papers
 
     on = _engine(engine, scheduler, model)
     check_writable(out_dir)  # before the long part, not after it
@@ -184,8 +189,6 @@ def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats, engi
       kg add ml24/ CoRL_2024_Conference.tsv --workers 2
       kg add ml24/ more.jsonl --engine dask --scheduler tcp://HOST:8786
     """
-    from kg import project
-    from kg.pipeline import read_papers
 
     project.open_project(directory)
     on = _engine(engine, scheduler, model)
@@ -209,7 +212,6 @@ def remove_cmd(directory, ids, top, html, formats):
       kg remove exports/ p-05c5a1b2
       kg remove ml24/ $(cat withdrawn.txt)
     """
-    from kg import project
 
     _run_project(project.remove, directory, ids, notices=[], formats=_formats(formats, html),
                  top=top)
@@ -238,7 +240,6 @@ def validate(graph, shapes, limit):
     with contextlib.ExitStack() as stack:
         on_step = on_check = None
         if show_progress():
-            from kg.progress import Progress, step
 
             bars: list = []
 
@@ -265,7 +266,6 @@ def validate(graph, shapes, limit):
 
 def _read_query(query: str) -> str:
     """QUERY as given: a file, else a saved query's name (sparql/NAME.rq), else SPARQL text."""
-    from kg.sparql import saved_queries
 
     path = Path(query)
     if "\n" not in query and path.is_file():
@@ -302,7 +302,6 @@ def sparql(query, graph, fmt, binds, max_results):
       kg sparql papers-sharing-technique --bind technique=quantization
       kg sparql 'SELECT (COUNT(*) AS ?n) WHERE { ?p a kg:Paper }' --format json
     """
-    from kg.sparql import execute_query, load_store, substitutions
 
     text = _read_query(query)
     bindings = {}
@@ -333,8 +332,6 @@ def sparql(query, graph, fmt, binds, max_results):
 
 
 def _short(binding: dict | None, width: int = 70) -> str:
-    from kg.rdf import PREFIXES
-    from kg.text import shorten
 
     if not binding:
         return ""
@@ -412,8 +409,6 @@ def serve(graph, host, port, timeout, max_results, allow_update, workers, cache_
       kg serve exports/graph.ttl --port 8000 --timeout 5 --max-results 1000
       kg serve exports/ --cors http://localhost:3000 --allow-service query.wikidata.org
     """
-    from kg.server import ServerConfig
-    from kg.server import serve as run_server
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: binding {host}: the endpoint will be reachable from other "

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kg.errors import InputError, KgError
-from kg.exports import check_export_dir, replacing
+from kg.exports import ADMIN_FILES, ADMIN_NAME, check_export_dir, replacing
 from kg.io import read_jsonl
 from kg.model import Corpus, Entity, PaperResult
 from kg.neo4j.rows import (
@@ -34,8 +34,6 @@ from kg.neo4j.rows import (
 )
 from kg.vocab import load_vocabulary
 
-ADMIN_FILES = ("papers.csv", "entities.csv", "concepts.csv", "rel_paper_entity.csv",
-               "rel_entity_entity.csv", "has_concept.csv", "broader.csv")
 ARRAY_DELIMITER = ";"
 DEFAULT_SHARD_PAPERS = 5000
 _REL_PROPS = ["paper", "evidence", "start:int", "end:int", "rule", "confidence:double"]
@@ -52,9 +50,6 @@ ADMIN_HEADERS: dict[str, list[str]] = {
 # The tables that grow with the papers: sharded in a project's export.
 SHARDED = ("papers.csv", "entities.csv", "rel_paper_entity.csv", "rel_entity_entity.csv",
            "has_concept.csv")
-# Any file either layout writes (a re-export removes those it did not write this time).
-ADMIN_NAME = re.compile(r"(?P<table>papers|entities|concepts|rel_paper_entity|"
-                        r"rel_entity_entity|has_concept|broader)(\.header|-\d{6})?\.csv\Z")
 
 
 def _array(values: Iterable[str]) -> str:

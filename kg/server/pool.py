@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from kg.errors import InputError, QueryError, ServiceError
+from kg.exports import graph_file
 from kg.project import is_project, open_project
-from kg.rdf import graph_file
 from kg.sparql import (
     NotAcceptableError,
     QueryOutput,
