@@ -65,3 +65,11 @@ class AmbiguousPaperError(KgError):
     def __init__(self, message: str, candidates=()) -> None:
         super().__init__(message)
         self.candidates = tuple(candidates)
+
+
+class RefusedQueryError(QueryError):
+    """The query would make kg fetch a URL (SERVICE, LOAD) from a host nobody allowed."""
+
+
+class NotAcceptableError(QueryError):
+    """No result format the client accepts fits the answer (HTTP 406)."""

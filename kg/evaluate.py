@@ -37,7 +37,7 @@ from pathlib import Path
 from kg.errors import InputError
 from kg.extract import match_key
 from kg.ingest import OPENREVIEW_LAYOUTS, IngestOptions, read_inputs
-from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResult
+from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, EntityType, Paper, PaperResult
 from kg.pipeline import extract_all
 from kg.resolve import resolve
 
@@ -320,8 +320,8 @@ def score(gold: list[GoldPaper], corpus: Corpus) -> Report:
         # Papers share what they use, as kg shared counts it: not what one only mentions.
         used = set(result.used_ids)
         predicted_techniques.append({e.id for e, _ in predicted
-                                     if e.type == "Technique" and e.id in used})
-        techniques = [ge for ge in g.entities if ge.type == "Technique"]
+                                     if e.type == EntityType.TECHNIQUE and e.id in used})
+        techniques = [ge for ge in g.entities if ge.type == EntityType.TECHNIQUE]
         gold_techniques.append(({ge.name.casefold() for ge in techniques if ge.core},
                                 {ge.name.casefold() for ge in techniques}))
     _add(report.overall, report.per_type.values())

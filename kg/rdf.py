@@ -294,13 +294,7 @@ def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> list
 
 def concepts_described(corpus: Corpus, vocabulary: Vocabulary) -> set[str]:
     """The concepts the graph describes: those of its entities and all their broader ones."""
-    # TODO(closure): Vocabulary.closure() (the extract helper's) replaces this copy.
-    used: set[str] = set()
-    for entity in corpus.entities.values():
-        if entity.concept:
-            used.add(entity.concept)
-            used.update(vocabulary.ancestors(entity.concept))
-    return used
+    return vocabulary.closure(e.concept for e in corpus.entities.values() if e.concept)
 
 
 def partial_triples(corpus: Corpus, results: Iterable[PaperResult], entities: Iterable[Entity],

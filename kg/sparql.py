@@ -14,7 +14,7 @@ b'{"head":{},"boolean":false}'
 ... # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-kg.sparql.RefusedQueryError: SERVICE <http://127.0.0.1/x> refused: ...
+kg.errors.RefusedQueryError: SERVICE <http://127.0.0.1/x> refused: ...
 """
 
 from __future__ import annotations
@@ -31,19 +31,10 @@ from urllib.parse import urlsplit
 import pyoxigraph as ox
 
 from kg.data import data_dir
-from kg.errors import InputError, QueryError
+from kg.errors import InputError, NotAcceptableError, QueryError, RefusedQueryError
 from kg.exports import graph_file
 from kg.project import is_project, open_project
 from kg.rdf import PREFIXES
-
-
-class RefusedQueryError(QueryError):
-    """The query would make kg fetch a URL (SERVICE, LOAD) from a host nobody allowed."""
-
-
-class NotAcceptableError(QueryError):
-    """No result format the client accepts fits the answer (HTTP 406)."""
-
 
 # name -> (media type sent, pyoxigraph format attribute name, kind) ; kind: "results" | "graph"
 FORMATS: dict[str, tuple[str, str, str]] = {
@@ -215,7 +206,7 @@ def vet(text: str, *, allow_service: Iterable[str] = (), update: bool = False,
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    kg.sparql.RefusedQueryError: SERVICE ?where refused: ...
+    kg.errors.RefusedQueryError: SERVICE ?where refused: ...
     """
     lowered = text.lower()
     if "service" not in lowered and not (update and "load" in lowered):

@@ -543,14 +543,9 @@ def paper_entity_graph(corpus: Corpus) -> nx.Graph:
 
 def _concepts_used(corpus: Corpus, vocab: Vocabulary) -> list[str]:
     """Concepts of the corpus' entities and all their ancestors, sorted."""
-    # TODO(closure): Vocabulary.closure() (the extract helper's) replaces this copy; unlike
-    # kg.rdf.concepts_described it keeps only concepts the vocabulary has.
-    out: set[str] = set()
-    for e in corpus.entities.values():
-        if e.concept and e.concept in vocab.concepts:
-            out.add(e.concept)
-            out.update(a for a in vocab.ancestors(e.concept) if a in vocab.concepts)
-    return sorted(out)
+    # Only concepts the vocabulary holds (an entity may name one from another vocabulary).
+    concepts = vocab.closure(e.concept for e in corpus.entities.values() if e.concept)
+    return sorted(c for c in concepts if c in vocab.concepts)
 
 
 def _clean(attrs: Mapping[str, object]) -> dict[str, object]:

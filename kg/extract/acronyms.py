@@ -22,7 +22,7 @@ from kg.extract.words import (
     WORD,
 )
 from kg.labels import Label, LabelIndex, is_acronym_like
-from kg.model import Candidate
+from kg.model import Candidate, EntityType
 
 
 def _find_long_form(words: list[re.Match], short: str) -> int | None:
@@ -187,14 +187,14 @@ def _type_of_long_form(long_form: str, proposing: bool) -> str | None:
     # A Title Case long form is a named method unless its head says task/dataset/metric.
     if title_case and by_head in (None, "Model"):
         return "Method" if by_head is None else "Model"
-    if title_case and by_head == "Technique":
+    if title_case and by_head == EntityType.TECHNIQUE:
         # "Empirical Risk Minimization (ERM)" names a technique; one the paper proposes is
         # its method ("we propose Contrastive Preference Learning (CPL)").
-        return "Method" if proposing else "Technique"
+        return EntityType.METHOD if proposing else EntityType.TECHNIQUE
     if by_head == "Model":
         # "recurrent spiking neural networks (RSNNs)": a lower-case class of models is a
         # Technique (ontology/README.md), unless the sentence introduces it as the paper's own.
-        return "Model" if proposing else "Technique"
+        return EntityType.MODEL if proposing else EntityType.TECHNIQUE
     if by_head:
         return by_head
     if head in GENERIC_HEADS:

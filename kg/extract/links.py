@@ -26,7 +26,7 @@ from kg.extract.words import (
     USE_CUE,
 )
 from kg.labels import label_key
-from kg.model import PREDICATE_FOR_TYPE, Candidate, Link
+from kg.model import PREDICATE_FOR_TYPE, Candidate, EntityType, Link
 
 
 def links(d: Document, chosen: list[Candidate], proposed_names: Set[str]) -> list[Link]:
@@ -116,7 +116,8 @@ def _between(d: Document, chosen: list[Candidate], proposed: set[int], start: in
             o = chosen[j]
             # Baselines and what a method builds on may be techniques ("extends test-time
             # augmentation", "outperforms fine-tuning").
-            if o.span.start < start + m.end() or o.type not in ("Method", "Model", "Technique"):
+            if o.span.start < start + m.end() or o.type not in (
+                    EntityType.METHOD, EntityType.MODEL, EntityType.TECHNIQUE):
                 continue
             gap = d.text[start + m.end():o.span.start]
             # "outperforms X on/in/with Y": Y is where, not whom.

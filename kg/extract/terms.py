@@ -24,11 +24,12 @@ from dataclasses import replace
 from kg.extract.document import Document, sentence_at
 from kg.extract.text import match_key
 from kg.extract.words import HEAD_TYPES, NOT_USED_BEFORE, TASK_STOP
-from kg.model import PREDICATE_FOR_TYPE, Candidate, Extraction, Link
+from kg.model import PREDICATE_FOR_TYPE, Candidate, EntityType, Extraction, Link
 
 # "rate" is left out: "learning rate", "dropout rate" and "sampling rate" are settings, and the
 # rates papers report (success rate, error rate) are in the vocabulary.
-_HEADS = sorted((h for h, t in HEAD_TYPES.items() if t in ("Technique", "Metric") and h != "rate"),
+_HEADS = sorted((h for h, t in HEAD_TYPES.items()
+                 if t in (EntityType.TECHNIQUE, EntityType.METRIC) and h != "rate"),
                 key=len, reverse=True)
 # Heads first, then the words before them: much faster than one pattern tried at every word.
 _HEAD = re.compile(r"(?<![\w\-])(?:" + "|".join(re.escape(h) for h in _HEADS) + r")(?![\w\-])",

@@ -30,7 +30,6 @@ from kg.neo4j.rows import (
     concept_rows,
     entity_row,
     subject_label,
-    with_ancestors,
 )
 from kg.vocab import load_vocabulary
 
@@ -178,7 +177,7 @@ def write_admin_shards(batches: Iterable[Corpus], out_dir: Path, *, vocabulary=N
     for number, batch in enumerate(batches, start=1):
         fresh = [e for eid, e in batch.entities.items() if eid not in placed]
         placed.update(e.id for e in fresh)
-        used |= with_ancestors((e.concept for e in fresh if e.concept), vocabulary)
+        used |= vocabulary.closure(e.concept for e in fresh if e.concept)
         tables = _shard_tables(batch, fresh)
         for table in SHARDED:
             if tables[table]:

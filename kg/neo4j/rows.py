@@ -139,18 +139,8 @@ def concept_rows(corpus: Corpus, vocabulary=None) -> tuple[list[dict], list[dict
     """Concept rows (entities' concepts and all their ancestors) and BROADER rows, sorted."""
     if vocabulary is None:
         vocabulary = load_vocabulary()
-    used = with_ancestors((e.concept for e in corpus.entities.values() if e.concept), vocabulary)
+    used = vocabulary.closure(e.concept for e in corpus.entities.values() if e.concept)
     return closed_concept_rows(used, vocabulary)
-
-
-def with_ancestors(concepts: Iterable[str], vocabulary) -> set[str]:
-    """The concepts and every ancestor of each (kg.vocab's Vocabulary.closure, once it exists,
-    replaces this)."""
-    used: set[str] = set()
-    for iri in concepts:
-        used.add(iri)
-        used.update(vocabulary.ancestors(iri))
-    return used
 
 
 def closed_concept_rows(used: Iterable[str], vocabulary) -> tuple[list[dict], list[dict]]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from kg.analysis import TECHNIQUE_TYPES, find_paper, shared
 from kg.analysis import related as related_papers  # build_view's `related` is a count
 from kg.errors import InputError
-from kg.model import Corpus, PaperResult
+from kg.model import Corpus, EntityType, PaperResult
 from kg.text import shorten
 from kg.viz.layout import FULL_LAYOUT_MAX_NODES, RING_MAX_PAPERS, layout, size_range
 from kg.viz.page import render_page
@@ -322,7 +322,7 @@ def _technique_options(g: GraphView) -> list[dict]:
                     continue
                 opt = options.setdefault(iri, {"label": concept.pref_label, "members": []})
                 opt["members"].append(int(node_id))
-        elif e["type"] == "Technique":
+        elif e["type"] == EntityType.TECHNIQUE:
             options["e:" + e["id"]] = {"label": e["name"], "members": [int(node_id)]}
     out = [{"key": key, "label": opt["label"], "members": sorted(opt["members"])}
            for key, opt in options.items()]
