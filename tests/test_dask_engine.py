@@ -82,6 +82,7 @@ def test_the_seed_built_on_dask_equals_the_local_build_byte_for_byte(where, seed
         assert got[name] == seed_local[name], name
 
 
+@pytest.mark.slow
 def test_2000_iclr_papers_on_a_scheduler_equal_the_local_engine(corpora_dir, scheduler,
                                                                 tmp_path):
     papers = read_inputs([corpora_dir / ICLR], IngestOptions()).papers[:2000]
@@ -127,6 +128,7 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_a_one_line_error(tmp_path):
     address = f"tcp://127.0.0.1:{closed_port()}"
     proc = kg("build", SEED, "-o", tmp_path / "out", "--engine", "dask", "--scheduler", address)
@@ -231,6 +233,7 @@ def build_on(address: str, papers: Path, out: Path, env: dict | None = None):
                             text=True, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["worker killed", "every worker gone"])
 def test_workers_that_die_are_a_one_line_error_naming_the_scheduler(case, corpora_dir,
                                                                     tmp_path):

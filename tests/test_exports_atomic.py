@@ -194,6 +194,7 @@ def _papers_sparql(directory: Path) -> subprocess.CompletedProcess:
               directory, "--format", "json")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["first temporary file", "graph.nt replaced"])
 def test_a_build_killed_mid_write_over_an_older_build_never_serves_a_mix(
         corpora_dir, built, tmp_path, moment):

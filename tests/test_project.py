@@ -108,6 +108,7 @@ def test_any_sequence_of_builds_adds_and_removes_equals_a_fresh_build(tmp_path, 
                                                                                 action)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("formats", [["nt", "jsonl", "csv"], ["jsonl"]], ids=["nt", "jsonl"])
 def test_adds_and_removes_on_500_iclr_papers_equal_a_fresh_build(tmp_path, corpora_dir,
                                                                  formats):
@@ -477,6 +478,7 @@ def test_a_second_build_on_the_same_directory_is_refused(tmp_path):
     assert kg("build", SEED, "-o", out).returncode == 0  # the lock died with its holder
 
 
+@pytest.mark.slow
 def test_a_build_killed_at_any_moment_leaves_the_previous_state_answering(tmp_path,
                                                                           corpora_dir):
     out = tmp_path / "p"

@@ -45,6 +45,7 @@ def with_giant(corpora_dir, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_an_oversized_record_is_skipped_and_the_run_goes_on(with_giant, tmp_path, workers):
     out = tmp_path / "out"
@@ -116,6 +117,7 @@ def run_on_a_terminal(*args: object) -> tuple[int, str]:
     return proc.wait(timeout=300), b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_build_names_each_step_after_extraction_on_a_terminal(corpora_dir, tmp_path):
     lines = (corpora_dir / ICLR).read_text(encoding="utf-8").splitlines(keepends=True)[:300]
     papers = tmp_path / "iclr-300.tsv"
@@ -245,6 +247,7 @@ def test_fast_validation_reports_what_pyshacl_reports(seed_rdf_dir, tmp_path):
     assert shaped and shaped <= {(key(v), v.message) for v in fast}
 
 
+@pytest.mark.slow
 def test_validate_checks_a_large_graph_without_pyshacl_and_keeps_its_exit_codes(corpora_dir,
                                                                                 tmp_path):
     out = tmp_path / "iclr"

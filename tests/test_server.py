@@ -584,6 +584,7 @@ def test_one_client_past_its_bound_gets_429_with_retry_after(graph_dir):
         running.stop()
 
 
+@pytest.mark.slow
 def test_the_answer_cache_is_bounded_in_bytes(graph_dir):
     running = start_server(ServerConfig(graph=graph_dir, port=0, timeout=TIMEOUT, workers=1,
                                         cache_entries=1000, cache_bytes=40_000))
