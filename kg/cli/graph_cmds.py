@@ -12,7 +12,7 @@ from kg import project
 from kg.cli.common import input_options, report_skips, show_progress
 from kg.cli.extract_cmds import model_option, trained_model
 from kg.errors import InputError, KgError
-from kg.exports import check_writable
+from kg.exports import FORMATS, check_writable
 from kg.model import Corpus
 from kg.pipeline import read_papers
 from kg.progress import Progress, step
@@ -25,10 +25,11 @@ from kg.text import shorten
 RESULT_FORMATS = ("table", "json", "csv", "tsv", "xml", "turtle", "ntriples", "jsonld")
 
 
-FORMATS_HELP = ("Export files to keep current, comma-separated: nt, ttl, jsonld, graphml, csv, "
-                "jsonl, html, or all. auto (the default for a new DIR): all of them up to 2,000 "
-                "papers, above only extraction.jsonl (queries read the store either way). "
-                "DIR remembers the choice.")
+# Named from kg.exports.FORMATS, so a new format needs no edit here.
+FORMATS_HELP = ("Export files to keep current, comma-separated: "
+                f"{', '.join(f.name for f in FORMATS if f.project)}, or all. auto (the default "
+                "for a new DIR): all of them up to 2,000 papers, above only extraction.jsonl "
+                "(queries read the store either way). DIR remembers the choice.")
 
 
 def _formats(formats: str | None, html: bool | None) -> tuple[str, ...] | None:
