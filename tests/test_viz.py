@@ -254,6 +254,19 @@ def test_writing_to_an_unwritable_place_names_the_file(tmp_path, seed_corpus):
         write_viz(seed_corpus, blocker / "graph.html")
 
 
+def test_writing_over_a_hard_linked_file_leaves_the_other_name_untouched(tmp_path, seed_corpus):
+    # A project's exports/graph.html is a hard link into its recorded generation: kg viz -o
+    # that name must replace the name, not write through the link (issue 25).
+    recorded = tmp_path / "recorded.html"
+    recorded.write_text("the project's own page")
+    target = tmp_path / "graph.html"
+    os.link(recorded, target)
+    write_viz(seed_corpus, target)
+    assert recorded.read_text() == "the project's own page"
+    assert "<html" in target.read_text()
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary left
+
+
 def test_the_map_is_the_default_above_the_threshold_and_kg_viz_view_chooses(
         tmp_path, seed_corpus, monkeypatch):
     import kg.viz

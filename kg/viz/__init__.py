@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kg.errors import InputError
+from kg.fs import replacing
 from kg.model import Corpus
 from kg.viz.graph import (
     DEFAULT_MAX_ENTITIES,
@@ -141,7 +142,10 @@ def write_viz(
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = text.encode("utf-8")
-        path.write_bytes(data)
+        # A new file renamed into place, never a write through an existing name: that name may
+        # be a hard link into a project's recorded generation (issue 25).
+        with replacing(path) as tmp:
+            tmp.write_bytes(data)
     except OSError as exc:
         raise InputError(f"{path}: cannot write the graph HTML ({exc.strerror}); "
                          "choose another -o path") from exc
