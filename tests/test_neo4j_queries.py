@@ -135,6 +135,16 @@ def test_quantization_is_evaluated_on_wikitext2_with_llama_and_qwen(demo_graph, 
         ("ensemble learning", "CIFAR-10"), ("ensemble learning", "ResNet-18")}
 
 
+def test_datasets_and_models_per_technique_count_uses_not_mentions(demo_graph, ids):
+    # The model-folding paper names fine-tuning only as what it does without ("data-free");
+    # its models and datasets are not fine-tuning's unless mentions are asked for (issue 25).
+    used = demo_graph("datasets-models-per-technique", technique="fine-tuning")
+    assert all(ids["folding"] not in r["papers"] for r in used)
+    mentioned = demo_graph("datasets-models-per-technique", technique="fine-tuning",
+                           include_mentions="true")
+    assert any(ids["folding"] in r["papers"] for r in mentioned)
+
+
 def test_the_quantization_and_folding_papers_are_linked_through_llama(demo_graph, ids):
     rows = demo_graph("why-linked", a=ids["rrs"], b=ids["folding"])
     assert rows[0]["steps"] == [ids["rrs"], "LLaMA", ids["folding"]]
