@@ -177,8 +177,8 @@ def speed(model: str, corpora: Path, n: int) -> None:
                if p.is_file())
     print(f"model size on disk: {size / 1e6:.1f} MB")
     papers = len(read_inputs([corpora / "openreview-2024" / ICLR]).papers)
-    for label, extra in (("rules only", []), ("rules + model", ["--spacy-model", model]),
-                         ("rules only", []), ("rules + model", ["--spacy-model", model])):
+    for label, extra in (("rules only", []), ("rules + model", ["--model", model]),
+                         ("rules only", []), ("rules + model", ["--model", model])):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([sys.executable, "-m", "kg", "extract",
                         str(corpora / "openreview-2024" / ICLR), "--workers", "1",
