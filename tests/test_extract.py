@@ -389,6 +389,21 @@ def test_negated_contrasted_and_prior_work_techniques_are_mentions_not_uses():
     assert "method/lora" in uses
 
 
+def test_not_necessarily_and_a_negating_title_make_mentions_not_uses():
+    from kg.pipeline import extract_all
+
+    papers = [Paper(id="a", abstract="Our generalization bound holds for any bounded (not "
+                    "necessarily Lipschitz continuous) loss and uses quantization."),
+              Paper(id="b", title="No Cache, No Problem: Streaming Attention for Long Inputs",
+                    abstract="We study streaming attention for long inputs.")]
+    results = {r.paper.id: r for r in resolve(extract_all(papers)).results}
+    for pid, negated in (("a", "technique/lipschitz-continuity"), ("b", "technique/caching")):
+        preds = {r.predicate for r in results[pid].relations if r.object == negated}
+        assert preds == {"mentions"}, (pid, preds)
+    assert "usesTechnique" in {r.predicate for r in results["a"].relations
+                               if r.object == "technique/quantization"}
+
+
 def test_inverse_order_acronyms_and_unknown_metrics_next_to_numbers():
     found = _found("We build on FOO (Fast Optimal Operator) and reach 71.3 EM on SQuAD, "
                    "using 12 GB of memory; the bound is $O(S^3 AB)$.")

@@ -23,6 +23,7 @@ from kg.extract.words import (
     OUTPERFORM,
     PRIOR_WORK_BEFORE,
     PRIOR_WORK_SENTENCE,
+    TITLE_NEGATION,
     USE_CUE,
 )
 from kg.labels import label_key
@@ -144,6 +145,14 @@ _CUE_WORDS = frozenset((
 _LETTERS = re.compile(r"[a-z]+")
 
 
+def _negated_in_place(d: Document, c: Candidate, title_end: int) -> bool:
+    """Negated by its own words: "cache-free", "training-free", "tuning free", or a title
+    "No Cache, No Problem: …"."""
+    return (d.text[c.span.end:c.span.end + 5].lower() in ("-free", " free")
+            or (c.span.start < title_end and TITLE_NEGATION.search(d.text[:c.span.start])
+                is not None))
+
+
 def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
     """Per candidate: why this occurrence is not a use ("negated", "contrasted", "prior-work")
     or None. Tasks and metrics are what a paper addresses and measures: never discounted."""
@@ -154,8 +163,8 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
     background: dict[int, int] = {}  # sentence start → end of its background subject
     for k, c in enumerate(chosen):
         reason = None
-        if d.text[c.span.end:c.span.end + 5].lower() in ("-free", " free"):
-            reason = "negated"  # "cache-free", "training-free", "tuning free"
+        if _negated_in_place(d, c, title_end):
+            reason = "negated"
         elif c.type not in ("Task", "Metric") and c.span.start > title_end:
             sentence = d.sentence_of(c.span.start)
             if sentence.start not in prior_from:

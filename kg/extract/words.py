@@ -177,6 +177,7 @@ def is_name_token(token: str) -> bool:
 NOT_USED_BEFORE = re.compile(
     r"(?:\b(?:without|neither|nor|instead\s+of|rather\s+than|unlike|in\s+contrast\s+to|"
     r"as\s+opposed\s+to|contrary\s+to|free\s+(?:of|from)|no\s+need\s+(?:for|of)|"
+    r"not\s+necessarily|"
     r"(?:does|do|did|is|are|was|were|can|could|need|needs|should)\s+not(?!\s+only)"
     r"(?:\s+\w+){0,2}|never(?:\s+\w+)?|avoid(?:s|ing|ed)?(?:\s+the\s+need\s+for)?|"
     r"eliminat\w*\s+(?:the\s+)?need\s+for|obviat\w*\s+(?:the\s+)?need\s+for|"
@@ -187,6 +188,9 @@ NOT_USED_BEFORE = re.compile(
     r"conventional|traditional|existing|prior|previous|vanilla|naive|heavy|large|complex|"
     r"separate|dedicated|external|specialized|per-\w+|\w+-based|\w+-specific))*\s+$)",
     re.IGNORECASE)
+# A title that opens, or goes on after a colon, with "No X" or "Without X" ("No Cache, No
+# Problem: …") negates X: a title is a phrase, so NOT_USED_BEFORE's clause rules do not apply.
+TITLE_NEGATION = re.compile(r"(?:^|[:;,.!?]\s*)(?:no|without)\s+$", re.IGNORECASE)
 # "Existing methods rely on X, which …", "Previous works such as X": prior work only.
 PRIOR_WORK_SENTENCE = re.compile(
     r"^\W*(?:(?:however|yet|but|unfortunately|nevertheless|notably)\W+)?(?:most\s+|many\s+|"
