@@ -402,6 +402,16 @@ def test_not_necessarily_and_a_negating_title_make_mentions_not_uses():
         assert preds == {"mentions"}, (pid, preds)
     assert "usesTechnique" in {r.predicate for r in results["a"].relations
                                if r.object == "technique/quantization"}
+    # Not a negation: the idiom "No X Left Behind", and tasks a title names.
+    kept = [Paper(id="c", title="No Quantization Left Behind: Accurate 2-bit LLMs",
+                  abstract="We study low-bit language models."),
+            Paper(id="d", title="No Machine Translation Without Alignment",
+                  abstract="We study word alignment.")]
+    kept = {r.paper.id: r for r in resolve(extract_all(kept)).results}
+    assert "usesTechnique" in {r.predicate for r in kept["c"].relations
+                               if r.object == "technique/quantization"}
+    assert "addresses" in {r.predicate for r in kept["d"].relations
+                           if r.object == "task/machine-translation"}
 
 
 def test_inverse_order_acronyms_and_unknown_metrics_next_to_numbers():
@@ -425,3 +435,13 @@ def test_background_sentences_about_the_field_make_mentions_not_uses():
         assert background in mentioned and background not in uses, background
     # Used in a sentence about this paper too: a use.
     assert {"technique/diffusion-model", "technique/knowledge-distillation"} <= uses
+
+
+def test_candidate_types_are_plain_strings_on_real_abstracts(corpora_dir):
+    # A str enum member in a type would still compare equal, but its repr (which a project's
+    # entity digests read) differs: every stage hands plain strings on.
+    from kg.evaluate import load_gold
+
+    papers = [g.paper for g in load_gold(DATA / "dev-gold.jsonl", corpora_dir)]
+    kinds = {type(c.type) for ex in Extractor().extract(papers) for c in ex.candidates}
+    assert kinds == {str}

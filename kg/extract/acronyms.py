@@ -190,11 +190,11 @@ def _type_of_long_form(long_form: str, proposing: bool) -> str | None:
     if title_case and by_head == EntityType.TECHNIQUE:
         # "Empirical Risk Minimization (ERM)" names a technique; one the paper proposes is
         # its method ("we propose Contrastive Preference Learning (CPL)").
-        return EntityType.METHOD if proposing else EntityType.TECHNIQUE
+        return EntityType.METHOD.value if proposing else EntityType.TECHNIQUE.value
     if by_head == "Model":
         # "recurrent spiking neural networks (RSNNs)": a lower-case class of models is a
         # Technique (ontology/README.md), unless the sentence introduces it as the paper's own.
-        return EntityType.MODEL if proposing else EntityType.TECHNIQUE
+        return EntityType.MODEL.value if proposing else EntityType.TECHNIQUE.value
     if by_head:
         return by_head
     if head in GENERIC_HEADS:

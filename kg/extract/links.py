@@ -19,6 +19,7 @@ from kg.extract.words import (
     EVAL_CUE,
     EXTEND,
     INSPIRED_BY,
+    LEFT_BEHIND,
     NOT_USED_BEFORE,
     OUTPERFORM,
     PRIOR_WORK_BEFORE,
@@ -147,10 +148,12 @@ _LETTERS = re.compile(r"[a-z]+")
 
 def _negated_in_place(d: Document, c: Candidate, title_end: int) -> bool:
     """Negated by its own words: "cache-free", "training-free", "tuning free", or a title
-    "No Cache, No Problem: …"."""
+    "No Cache, No Problem: …" (not "No Token Left Behind", and never a task or metric: those
+    a paper addresses and measures)."""
     return (d.text[c.span.end:c.span.end + 5].lower() in ("-free", " free")
-            or (c.span.start < title_end and TITLE_NEGATION.search(d.text[:c.span.start])
-                is not None))
+            or (c.span.start < title_end and c.type not in ("Task", "Metric")
+                and TITLE_NEGATION.search(d.text[:c.span.start]) is not None
+                and not LEFT_BEHIND.match(d.text, c.span.end)))
 
 
 def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:

@@ -295,6 +295,8 @@ class SpanComponent:
             for doc, text, spans in zip(batch, texts, predict(self.model_nlp, texts),
                                         strict=True):
                 state = doc._.kg
+                if state is None:
+                    raise ValueError("kg_vocabulary must run before kg_span")
                 state.found = merge(state.found, model_candidates(
                     self.model_nlp, text, state.found, index=state.index, spans=spans))
                 yield doc

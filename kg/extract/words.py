@@ -191,6 +191,8 @@ NOT_USED_BEFORE = re.compile(
 # A title that opens, or goes on after a colon, with "No X" or "Without X" ("No Cache, No
 # Problem: …") negates X: a title is a phrase, so NOT_USED_BEFORE's clause rules do not apply.
 TITLE_NEGATION = re.compile(r"(?:^|[:;,.!?]\s*)(?:no|without)\s+$", re.IGNORECASE)
+# "No Quantization Left Behind" includes it: the idiom is not a negation.
+LEFT_BEHIND = re.compile(r"\s+left\s+behind\b", re.IGNORECASE)
 # "Existing methods rely on X, which …", "Previous works such as X": prior work only.
 PRIOR_WORK_SENTENCE = re.compile(
     r"^\W*(?:(?:however|yet|but|unfortunately|nevertheless|notably)\W+)?(?:most\s+|many\s+|"
