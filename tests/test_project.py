@@ -162,6 +162,16 @@ def test_an_unchanged_rebuild_extracts_and_writes_nothing(tmp_path):
             and p.name != "lock"} == {p: t for p, t in before.items() if p.name != "lock"}
 
 
+def test_a_build_with_the_span_model_reextracts_what_the_rules_alone_extracted(tmp_path):
+    # Extractions with and without kg-span never share a cache entry (else a --model kg-span
+    # build of a rules-only project would be "up to date", and an add would mix the two).
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers, formats=["jsonl"])
+    outcome = project.build(out, papers, trained_model="kg-span")
+    assert not outcome.noop and outcome.extracted == len(papers)
+
+
 def test_the_cycle_collector_is_off_during_a_local_build_and_restored_after(tmp_path):
     import gc
 

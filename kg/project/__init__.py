@@ -76,11 +76,15 @@ JSONL = "extraction.jsonl"
 LINE_INDEX = "lines.idx"
 
 
-def pipeline_version() -> str:
+def pipeline_version(model: str | None = None) -> str:
     """kg's version plus a hash of its code and vocabulary: a change re-extracts every paper.
+    With a span ``model`` ("kg-span" or a model directory), its name and the hash of its files
+    too: papers extracted with and without it never share a cache entry.
 
     >>> pipeline_version() == pipeline_version()
     True
+    >>> pipeline_version("kg-span") == pipeline_version()
+    False
     """
     from kg import __version__
     from kg.vocab import ontology_dir  # (kg.vocab loads kg.extract: a query need not)
@@ -89,7 +93,23 @@ def pipeline_version() -> str:
     package = Path(__file__).resolve().parent.parent  # kg/
     for path in sorted([*package.rglob("*.py"), *ontology_dir().rglob("*.ttl")]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return f"{__version__}+{digest.hexdigest()[:16]}"
+    version = f"{__version__}+{digest.hexdigest()[:16]}"
+    if model in (None, "none"):
+        return version
+    return f"{version}+{model_digest(model)}"
+
+
+def model_digest(model: str) -> str:
+    """The span model's name and a hash of its files (shipped in kg/extract/models or a
+    directory); a model that is not there hashes as its name alone (using it fails clearly)."""
+    directory = Path(model) if ("/" in model or model.startswith(".")) else (
+        Path(__file__).resolve().parent.parent / "extract" / "models" / model)
+    digest = hashlib.sha256(model.encode())
+    if directory.is_dir():
+        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(directory).as_posix().encode() + b"\0"
+                          + path.read_bytes())
+    return f"{Path(model).name}-{digest.hexdigest()[:12]}"
 
 
 def paper_key(paper: Paper, pipeline: str) -> str:

@@ -206,7 +206,7 @@ def _update_locked(root: Path, target_of: Callable, run: _Options) -> Outcome:
         if not (meta / "project.json").is_file():
             write_json(meta / "project.json", {"format": FORMAT, "version": FORMAT_VERSION})
         current = read_current(root)
-        pipeline = pipeline_version()
+        pipeline = pipeline_version(run.trained_model)
         with Cache(meta / "cache.sqlite") as cache:
             target = _target(root, cache, current, target_of, pipeline, run.formats)
             if (current is not None and current.pipeline == pipeline
