@@ -226,7 +226,7 @@ def test_a_pipeline_change_re_extracts_every_paper(tmp_path, monkeypatch):
     out = tmp_path / "p"
     project.build(out, papers, formats=["jsonl"])
     # What a vocabulary edit or a new kg version does to the pipeline version.
-    monkeypatch.setattr(builder, "pipeline_version", lambda: "0-changed")
+    monkeypatch.setattr(builder, "pipeline_version", lambda model=None: "0-changed")
     outcome = project.build(out, papers)
     assert outcome.extracted == len(papers) and not outcome.noop
 
