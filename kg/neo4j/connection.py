@@ -105,6 +105,20 @@ def first_line(exc: BaseException, limit: int = 200) -> str:
 
 
 @contextlib.contextmanager
+def driver_for(conn: Connection, driver=None) -> Iterator:
+    """``driver`` when the caller gives one (it stays the caller's to close), else a new driver
+    for ``conn``, closed when the block ends."""
+    if driver is not None:
+        yield driver
+        return
+    driver = connect(conn)
+    try:
+        yield driver
+    finally:
+        driver.close()
+
+
+@contextlib.contextmanager
 def service_errors(conn: Connection) -> Iterator[None]:
     """Driver and socket errors raised inside the block, as ``service_error`` says them.
 

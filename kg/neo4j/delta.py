@@ -21,7 +21,7 @@ from kg.errors import KgError
 from kg.exports import replacing
 from kg.io import read_jsonl
 from kg.model import ENTITY_TYPES, Corpus
-from kg.neo4j.connection import Connection, connect, service_errors
+from kg.neo4j.connection import Connection, driver_for, service_errors
 from kg.neo4j.loader import LoadReport, commit_batches, ensure_schema, load
 from kg.neo4j.queries import db_counts
 from kg.neo4j.rows import (
@@ -352,33 +352,26 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
                         dict(manifest.entity_digests), tuple(manifest.concepts), None)
     options = {"papers_per_batch": papers_per_batch, "tx_timeout": tx_timeout,
                "on_retry": on_retry, "on_batch": on_batch}
-    own_driver = driver is None
-    if own_driver:
-        driver = connect(conn)
-    try:
-        with driver.session(database=conn.database) as session:
-            with service_errors(conn):
-                reason = (f"no load of {root} into {where} is recorded" if record is None
-                          else _mismatch(session, record))
-            if reason:
-                result = _full_load(session, project, conn, where, reason, driver=driver,
-                                    vocabulary=vocabulary, on_plan=on_plan, **options)
+    with driver_for(conn, driver) as driver, driver.session(database=conn.database) as session:
+        with service_errors(conn):
+            reason = (f"no load of {root} into {where} is recorded" if record is None
+                      else _mismatch(session, record))
+        if reason:
+            result = _full_load(session, project, conn, where, reason, driver=driver,
+                                vocabulary=vocabulary, on_plan=on_plan, **options)
+        else:
+            delta = project_delta(record, target.papers, target.entities,
+                                  target.concepts, target.pipeline)
+            result = ProjectLoad(root, where, "delta" if delta else "up to date",
+                                 delta=delta, generation=manifest.generation,
+                                 previous=record.generation)
+            if delta:
+                _apply_delta(session, project, conn, delta, record, target, loads,
+                             result.load, vocabulary=vocabulary, on_plan=on_plan, **options)
             else:
-                delta = project_delta(record, target.papers, target.entities,
-                                      target.concepts, target.pipeline)
-                result = ProjectLoad(root, where, "delta" if delta else "up to date",
-                                     delta=delta, generation=manifest.generation,
-                                     previous=record.generation)
-                if delta:
-                    _apply_delta(session, project, conn, delta, record, target, loads,
-                                 result.load, vocabulary=vocabulary, on_plan=on_plan, **options)
-                else:
-                    result.load.papers = len(target.papers)
-            with service_errors(conn):
-                counts = db_counts(session)
-    finally:
-        if own_driver:
-            driver.close()
+                result.load.papers = len(target.papers)
+        with service_errors(conn):
+            counts = db_counts(session)
     done = replace(target, counts=counts)
     if loads.get(key) != done:
         write_loads(root, {**loads, key: done})

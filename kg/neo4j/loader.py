@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 
 from kg.errors import ServiceError
 from kg.model import Corpus
-from kg.neo4j.connection import Connection, connect, first_line, service_error, service_errors
+from kg.neo4j.connection import (
+    Connection,
+    driver_for,
+    first_line,
+    service_error,
+    service_errors,
+)
 from kg.neo4j.rows import (
     DEFAULT_BATCH_PAPERS,
     MERGE_BROADER,
@@ -130,19 +136,12 @@ def load(corpus: Corpus, conn: Connection, *, papers_per_batch: int = DEFAULT_BA
     batches = plan_batches(corpus, papers_per_batch)
     concepts, broader = concept_rows(corpus, vocabulary)
     report.concepts = len(concepts)
-    own_driver = driver is None
-    if own_driver:
-        driver = connect(conn)
-    try:
-        with driver.session(database=conn.database) as session:
-            with service_errors(conn):
-                ensure_schema(session)
-                _run_batch(session, [(MERGE_CONCEPTS, concepts), (MERGE_BROADER, broader)],
-                           tx_timeout, report)
-            commit_batches(session, batches, conn, tx_timeout, report, on_retry, on_batch,
-                           "re-run the load (it MERGEs, so nothing is duplicated)")
-    finally:
-        if own_driver:
-            driver.close()
+    with driver_for(conn, driver) as driver, driver.session(database=conn.database) as session:
+        with service_errors(conn):
+            ensure_schema(session)
+            _run_batch(session, [(MERGE_CONCEPTS, concepts), (MERGE_BROADER, broader)],
+                       tx_timeout, report)
+        commit_batches(session, batches, conn, tx_timeout, report, on_retry, on_batch,
+                       "re-run the load (it MERGEs, so nothing is duplicated)")
     report.seconds = time.perf_counter() - started
     return report
