@@ -43,6 +43,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
+from kg.data import is_model_path
 from kg.errors import KgError
 from kg.extract.acronyms import acronyms, inverse_acronyms
 from kg.extract.document import Document
@@ -273,7 +274,7 @@ def check_model(model: str) -> None:
 def _model_components(model: str) -> list[tuple[str, dict]]:
     if model in MODELS:
         return [(component, {}) for component in MODELS[model]]
-    if "/" in model or model.startswith("."):
+    if is_model_path(model):
         return [("kg_span", {"model": model})]
     raise KgError(f"unknown model {model!r}; use one of {', '.join(MODELS)} or a model directory")
 

@@ -34,11 +34,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kg.data import SPAN_MODELS, span_model_path
 from kg.errors import KgError
 from kg.extract.words import is_name_token
 from kg.model import Candidate, Span
 
-MODELS = Path(__file__).parent / "models"
+MODELS = SPAN_MODELS
 DEFAULT = "kg-span"
 # Greedy: a beam's probabilities saturate (see predict) and cost ~1.8× the model's time.
 BEAM_WIDTH = 1
@@ -99,7 +100,7 @@ rebuild it with scripts/train-span-model
 
     from kg.extract.nlp import register_tokenizer
 
-    path = Path(name) if ("/" in name or name.startswith(".")) else MODELS / name
+    path = span_model_path(name, MODELS)
     if not (path / "config.cfg").is_file() or not (path / "ner" / "model").is_file():
         raise KgError(f"no span model {name!r} (shipped: {', '.join(shipped()) or 'none'}); "
                       "rebuild it with scripts/train-span-model")

@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from kg import io
+from kg.data import span_model_path
 from kg.errors import KgError, ProjectError
 from kg.exports import check_export_dir
 from kg.model import Corpus, Paper, PaperResult
@@ -102,8 +103,7 @@ def pipeline_version(model: str | None = None) -> str:
 def model_digest(model: str) -> str:
     """The span model's name and a hash of its files (shipped in kg/extract/models or a
     directory); a model that is not there hashes as its name alone (using it fails clearly)."""
-    directory = Path(model) if ("/" in model or model.startswith(".")) else (
-        Path(__file__).resolve().parent.parent / "extract" / "models" / model)
+    directory = span_model_path(model)
     digest = hashlib.sha256(model.encode())
     if directory.is_dir():
         for path in sorted(p for p in directory.rglob("*") if p.is_file()):
