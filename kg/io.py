@@ -135,7 +135,8 @@ def _paper(data: dict) -> Paper:
         id=data["id"], abstract=data.get("abstract", ""), title=data.get("title"),
         label=data.get("label") or "", authors=tuple(data.get("authors", ())),
         keywords=tuple(data.get("keywords", ())), venue=data.get("venue"),
-        year=data.get("year"), url=data.get("url"),
+        year=data.get("year"), url=data.get("url"), date=data.get("date"),
+        categories=tuple(data.get("categories", ())), links=tuple(data.get("links", ())),
     )
 
 

@@ -86,6 +86,10 @@ class Paper:
     year: int | None = None
     url: str | None = None
     source: str = ""  # "file:line" — where the record came from, for messages
+    # Appended after ``source`` so positional tuples of older caches still construct a Paper.
+    date: str | None = None  # ISO date ("2024-05-01", or "2024-05"), finer than ``year``
+    categories: tuple[str, ...] = ()  # subject categories or topics (arXiv "cs.LG", OpenAlex topics)
+    links: tuple[str, ...] = ()  # other URLs of the same paper (https://arxiv.org/abs/…, doi.org)
 
     @property
     def text(self) -> str:
@@ -94,7 +98,7 @@ class Paper:
     def metadata(self) -> dict[str, object]:
         """The paper as the JSON contract's ``paper`` object (empty optional fields left out)."""
         out: dict[str, object] = {"id": self.id, "title": self.title, "label": self.label}
-        for key in ("authors", "keywords", "venue", "year", "url"):
+        for key in ("authors", "keywords", "venue", "year", "url", "date", "categories", "links"):
             value = getattr(self, key)
             if value not in (None, (), ""):
                 out[key] = list(value) if isinstance(value, tuple) else value
