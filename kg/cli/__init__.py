@@ -65,9 +65,9 @@ def cli() -> None:
     \b
     Quick start (the demo corpus ships with kg):
       kg build examples/iclr2025-seed.txt -o exports/
-      kg shared "quantization" --graph exports/
-      kg related <paper-id> --graph exports/
-      kg serve exports/graph.ttl          # SPARQL endpoint on 127.0.0.1:7878
+      kg shared quantization --graph exports/
+      kg related LOTOS --graph exports/
+      kg serve exports/                   # SPARQL endpoint on 127.0.0.1:7878
 
     Inputs are plain text (one abstract per blank-line paragraph), JSON Lines, JSON arrays,
     CSV or TSV with a header row, or - for stdin.
