@@ -298,9 +298,9 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
     """
     index = analysis_index(corpus, include_mentions, min_confidence)
     folded = " ".join(query.split()).casefold()
-    direct = set(index.names.get(folded, ()))
-    vocab = index.vocab
-    concepts = set(index.concept_labels.get(folded, ()))
+    # An entity id names exactly that entity (the map's panels ask this way).
+    direct = {query} if query in index.entities else set(index.names.get(folded, ()))
+    concepts = set() if direct == {query} else set(index.concept_labels.get(folded, ()))
     concepts |= {index.entities[eid].concept for eid in direct if index.entities[eid].concept}
     if not direct and not concepts:
         labels = index.labels
@@ -314,10 +314,7 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
         hint = f"; did you mean: {', '.join(suggestions)}?" if suggestions else (
             "; `kg techniques` lists the techniques in this graph")
         raise NotFoundError(f"no entity or concept named {query!r}{hint}", suggestions)
-    wanted = set(concepts)
-    for iri in concepts:
-        wanted.update(vocab.descendants(iri))
-    targets = direct | {index.concept_entity[iri] for iri in wanted if iri in index.concept_entity}
+    targets = _targets(index, direct, concepts)
     by_paper: dict[str, list[Usage]] = defaultdict(list)
     for eid in targets:
         is_direct = eid in direct or index.entities[eid].concept in concepts
@@ -330,13 +327,48 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
         not u.direct, u.evidence.start, u.entity.id)))) for pid in ordered]
 
 
+def _targets(index: AnalysisIndex, direct: set[str], concepts: set[str]) -> set[str]:
+    """The entities a query for ``direct`` entities and ``concepts`` reaches: those and the
+    entities of every narrower concept."""
+    wanted = set(concepts)
+    for iri in concepts:
+        wanted.update(index.vocab.descendants(iri))
+    return direct | {index.concept_entity[iri] for iri in wanted if iri in index.concept_entity}
+
+
 # ------------------------------------------------------------------ techniques
 
 
+def entity_users(corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES, *,
+                 include_mentions: bool = False) -> dict[str, tuple[str, ...]]:
+    """Per entity of ``types``: the ids of the papers using it or a narrower concept (corpus
+    order), exactly the papers ``shared(corpus, entity_id)`` lists. The one count of "how many
+    papers use X": ``kg techniques``, ``kg shared`` and the map's menu and panels all read it.
+
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
+    >>> users = entity_users(corpus)
+    >>> users["technique/caching"] == tuple(u.paper.id for u in shared(corpus, "caching"))
+    True
+    """
+    index = analysis_index(corpus, include_mentions)
+    wanted = set(types)
+    out: dict[str, tuple[str, ...]] = {}
+    for eid, e in index.entities.items():
+        if e.type not in wanted:
+            continue
+        targets = _targets(index, {eid}, {e.concept} if e.concept else set())
+        pids = {pid for t in targets for pid in index.entity_papers.get(t, ())}
+        if pids:
+            out[eid] = tuple(sorted(pids, key=index.order.__getitem__))
+    return out
+
+
 def technique_counts(
-    corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES,
+    corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES, *, include_mentions: bool = False,
 ) -> list[tuple[Entity, int]]:
-    """Entities of ``types`` with the number of papers using each, most used first.
+    """Entities of ``types`` with the number of papers using each (or a narrower concept:
+    ``entity_users``), most used first.
 
     >>> from kg.pipeline import run
     >>> corpus = run(["examples/iclr2025-seed.txt"])
@@ -344,15 +376,13 @@ def technique_counts(
     >>> all(n >= 1 for _, n in counts), counts == sorted(counts, key=lambda t: -t[1])
     (True, True)
     """
-    hit = stored_result(corpus, "technique_counts", types)
+    hit = None if include_mentions else stored_result(corpus, "technique_counts", types)
     if hit is not None:
         return hit
-    index = analysis_index(corpus)
-    wanted = set(types)
-    rows = [(e, len(index.entity_papers.get(eid, ()))) for eid, e in index.entities.items()
-            if e.type in wanted]
-    return sorted((r for r in rows if r[1] > 0),
-                  key=lambda r: (-r[1], r[0].name.casefold(), r[0].id))
+    index = analysis_index(corpus, include_mentions)
+    rows = [(index.entities[eid], len(pids)) for eid, pids in
+            entity_users(corpus, types, include_mentions=include_mentions).items()]
+    return sorted(rows, key=lambda r: (-r[1], r[0].name.casefold(), r[0].id))
 
 
 def top_shared_techniques(corpus: Corpus, n: int = 20) -> list[tuple[Entity, int]]:
