@@ -191,12 +191,15 @@ def shared(technique, graphs, inputs, include_mentions, min_confidence, fmt):
               help="How many techniques, pairs and clusters to show.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the community detection (same seed, same clusters).")
+@USE_OPTIONS[0]
 @FORMAT
-def techniques(graphs, inputs, n, seed, fmt):
+def techniques(graphs, inputs, n, seed, include_mentions, fmt):
     """Techniques by paper count, the most co-occurring pairs, and clusters of papers.
 
-    Techniques include used methods. Clusters are Louvain communities of the paper–entity
-    graph (IDF-weighted), labelled by their top concepts (tf-idf within the cluster).
+    Techniques include used methods. A technique's count is the number of papers `kg shared
+    NAME` lists: those using it or a narrower concept (the map's menu and panels say the
+    same). Clusters are Louvain communities of the paper–entity graph (IDF-weighted),
+    labelled by their top concepts (tf-idf within the cluster); the map colours by them.
 
     \b
     Examples:
@@ -205,7 +208,7 @@ def techniques(graphs, inputs, n, seed, fmt):
     """
 
     corpus = _load(graphs, inputs)
-    counts = technique_counts(corpus)[:n]
+    counts = technique_counts(corpus, include_mentions=include_mentions)[:n]
     pairs = cooccurrence(corpus, limit=n)
     groups = clusters(corpus, seed=seed)
     if fmt == "json":
