@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -158,11 +159,38 @@ def paper_label(paper: Paper) -> str:
 # ------------------------------------------------------------------ finding a paper
 
 
-def find_paper(corpus: Corpus, reference: str) -> Paper:
-    """The paper ``reference`` names: an id, a unique id prefix, or part of its label/title.
+_FORUM_ID = re.compile(r"[?&]id=([^&#\s]+)")
 
-    An exact (case-insensitive) label or title beats a substring; several matches raise
-    AmbiguousPaperError listing them, none raises NotFoundError.
+
+def short_id(paper_id: str) -> str:
+    """What to show (and what a person types) for a paper id: the OpenReview forum id of a
+    forum or PDF URL, else the id itself (``p-<hash>``, an arXiv id, ...).
+
+    >>> short_id("https://openreview.net/forum?id=Oce2215aJE"), short_id("p-32f6716951bc")
+    ('Oce2215aJE', 'p-32f6716951bc')
+    """
+    found = _FORUM_ID.search(paper_id) if "://" in paper_id else None
+    return found.group(1) if found else paper_id
+
+
+def _by_id(index: AnalysisIndex, ref: str) -> list[str]:
+    """Papers ``ref`` names by id, URL or forum id (exactly), else by a unique id prefix."""
+    if ref in index.papers:
+        return [ref]
+    wanted = short_id(ref.rstrip("/"))
+    exact = [pid for pid in index.papers if pid.rstrip("/") == ref.rstrip("/")
+             or short_id(pid) == wanted or index.papers[pid].paper.url == ref]
+    return exact or [pid for pid in index.papers if pid.startswith(ref)
+                     or short_id(pid).startswith(ref)]
+
+
+def find_paper(corpus: Corpus, reference: str) -> Paper:
+    """The paper ``reference`` names: its id, its URL, its OpenReview forum id, a unique id
+    prefix, its title or label, a title prefix, or words of its label/title.
+
+    An exact id beats a prefix, a title beats a title prefix, which beats words inside;
+    several matches raise AmbiguousPaperError listing them (short ids), none raises
+    NotFoundError with the closest titles.
 
     >>> from kg.pipeline import run
     >>> corpus = run(["examples/iclr2025-seed.txt"])
@@ -170,35 +198,46 @@ def find_paper(corpus: Corpus, reference: str) -> Paper:
     'FasterCache'
     """
     index = analysis_index(corpus)
-    if reference in index.papers:
-        return index.papers[reference].paper
     ref = reference.strip()
-    folded = ref.casefold()
+    folded = " ".join(ref.split()).casefold()
     if not folded:
-        raise NotFoundError("empty paper reference; give a paper id, id prefix or title words")
-    by_prefix = [r.paper for pid, r in index.papers.items() if pid.startswith(ref)]
-    if len(by_prefix) == 1:
-        return by_prefix[0]
-    exact = [index.papers[pid].paper for pid in index.titles.get(folded, ())]
-    if len(exact) == 1:
-        return exact[0]
-    matches = exact or by_prefix or [index.papers[pid].paper for pid, text in index.texts
-                                     if folded in text]
+        raise NotFoundError("empty paper reference; give a paper id, URL, forum id or the "
+                            "start of its title")
+    found = _by_id(index, ref)
+    if len(found) != 1:
+        exact = list(index.titles.get(folded, ()))
+        starts = [pid for pid, text in index.texts if f"\0{folded}" in text]  # (title)
+        found = exact or starts or found or [pid for pid, text in index.texts if folded in text]
+    matches = [index.papers[pid].paper for pid in dict.fromkeys(found)]
     if len(matches) == 1:
         return matches[0]
     if matches:
-        shown = "\n".join(f"  {p.id}  {paper_label(p)}" for p in matches[:10])
+        shown = "\n".join(f"  {short_id(p.id)}  {paper_label(p)}" for p in matches[:10])
         more = f"\n  … and {len(matches) - 10} more" if len(matches) > 10 else ""
         raise AmbiguousPaperError(
-            f"{reference!r} matches {len(matches)} papers; give one id (or a longer prefix):\n"
-            f"{shown}{more}", matches)
+            f"{reference!r} matches {len(matches)} papers; give one id (or more of the title):"
+            f"\n{shown}{more}", matches)
     labels = {paper_label(r.paper): pid for pid, r in index.papers.items()}
     close = difflib.get_close_matches(ref, list(labels), n=5, cutoff=0.5)
-    hint = "".join(f"\n  {labels[c]}  {c}" for c in close)
+    hint = "".join(f"\n  {short_id(labels[c])}  {c}" for c in close)
     raise NotFoundError(
-        f"no paper matches {reference!r} (by id, id prefix, label or title) among "
+        f"no paper matches {reference!r} (by id, URL, forum id, title or title words) among "
         f"{index.n_papers} papers" + (f"; did you mean:{hint}" if hint else ""),
         [labels[c] for c in close])
+
+
+def resolve_papers(corpus: Corpus, references: Iterable[str]) -> list[str]:
+    """The paper ids ``references`` name (each as ``find_paper`` reads it), in order, once.
+
+    For commands taking several papers (``kg remove DIR REF...``): an ambiguous or unknown
+    reference raises AmbiguousPaperError / NotFoundError naming it, before anything is done.
+
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
+    >>> resolve_papers(corpus, ["FasterCache", "p-32f6716951bc"])[1]
+    'p-32f6716951bc'
+    """
+    return list(dict.fromkeys(find_paper(corpus, ref).id for ref in references))
 
 
 # ------------------------------------------------------------------ related
