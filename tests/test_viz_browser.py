@@ -528,7 +528,8 @@ def corl_two_years(corpora_dir, tmp_path_factory):
 
 def choose_years(page, first: int, last: int) -> None:
     page.evaluate(f"""(() => {{
-        const a = document.getElementById('kg-year-from'), b = document.getElementById('kg-year-to');
+        const a = document.getElementById('kg-year-from');
+        const b = document.getElementById('kg-year-to');
         a.value = '{first}'; b.value = '{last}'; b.dispatchEvent(new Event('change')); }})()""")
 
 
