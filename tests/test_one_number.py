@@ -69,9 +69,9 @@ def chosen(page_data: dict) -> list[dict]:
     """A few techniques to ask every view about: the most used, and the broader ones whose
     count includes papers of narrower concepts (where the views used to disagree)."""
     nodes = [n for n in page_data["nodes"] if not n["layer"]]
-    broader = [n for n in nodes if len(n["x"]) > 1]
+    broader = [n for n in nodes if len(n["narrow"]) > 1]
     picked = {n["kg"]: n for n in nodes[:3] + broader[:4]}
-    assert len(picked) >= 4 and any(len(n["x"]) > 1 for n in picked.values())
+    assert len(picked) >= 4 and any(len(n["narrow"]) > 1 for n in picked.values())
     return list(picked.values())
 
 

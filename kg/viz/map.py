@@ -332,7 +332,7 @@ def _panel(corpus: Corpus, eid: str, parts: _Parts, sentences: dict[int, dict[st
         if hit:
             combined.update(parts.index_of[other]
                             for other in parts.usage.used_sets[i] & parts.tech_set - targets)
-    out: dict = {"x": sorted(parts.index_of[t] for t in targets if t in parts.index_of)}
+    out: dict = {"narrow": sorted(parts.index_of[t] for t in targets if t in parts.index_of)}
     for key, rows in (("uses", use_rows), ("mentions", mention_rows)):
         if len(parts.usage.results) > RELATED_MAX_PAPERS and len(rows) > LIST_MAX:
             # A very large corpus lists the surest uses; `kg shared` lists them all.

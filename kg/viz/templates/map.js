@@ -409,13 +409,13 @@
     return yearRange ? rows.filter(function (row) { return inYears(P[row[0]]); }) : rows;
   }
   // "Combined with" within the year range: counted as kg.viz.map._panel counts it, over the
-  // papers that use it, without it and its narrower techniques (n.x).
+  // papers that use it, without it and its narrower techniques (n.narrow).
   function combinedWith(n, rows) {
     if (!yearRange) return n.with;
     var counts = {};
     rows.forEach(function (row) {
       P[row[0]].k.forEach(function (j) {
-        if (!N[j].layer && n.x.indexOf(j) < 0) counts[j] = (counts[j] || 0) + 1;
+        if (!N[j].layer && n.narrow.indexOf(j) < 0) counts[j] = (counts[j] || 0) + 1;
       });
     });
     return Object.keys(counts).map(Number)
