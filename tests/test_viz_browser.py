@@ -614,3 +614,13 @@ def test_panels_link_the_paper_and_its_other_urls_and_only_http_ones(
                          ['http://doi.org/10.1/x"onclick="x', "doi.org ↗"]], view
         assert page.evaluate("document.querySelectorAll('[onclick], b').length") == 0
         assert page.errors() == []
+
+
+def test_the_map_search_finds_a_paper_by_its_openreview_forum_id(browser, corl_two_years):
+    corpus, out = corl_two_years
+    paper = corpus.results[5].paper
+    forum = paper.id.rsplit("=", 1)[1]
+    page = open_graph(browser, out)
+    hits = page.evaluate(f"kgViz.search('{forum}')")
+    assert [h["text"] for h in hits if h["kind"] == "paper"] == [paper.title]
+    assert page.errors() == []

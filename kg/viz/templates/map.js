@@ -567,7 +567,9 @@
     out = out.slice(0, 10);
     var papers = 0;
     for (var i = 0; i < P.length && papers < 15; i++) {
-      if (P[i].t.toLowerCase().indexOf(q) >= 0 || P[i].id.toLowerCase() === q) {
+      var forum = /[?&]id=([^&#\s]+)/.exec(P[i].id);  // an OpenReview URL's forum id
+      if (P[i].t.toLowerCase().indexOf(q) >= 0 || P[i].id.toLowerCase() === q ||
+          (forum && forum[1].toLowerCase() === q)) {
         out.push({kind: "paper", id: i, text: P[i].t});
         papers++;
       }
