@@ -1,16 +1,18 @@
 """The technique map: the default page for corpora above a few hundred papers.
 
-Nodes are the techniques papers *use* (``PaperResult.used_ids``), sized by how many papers
-use them; an edge joins two techniques used by the same papers, weighted by their Jaccard
-index and thinned to each node's strongest few. Clusters come from networkx Louvain (fixed
-seed) and are named by their biggest techniques. Tasks, models and datasets are optional
-layers placed next to the techniques they go with. Positions are computed here; the page
-only decides which labels fit at the current zoom (biggest first, none overlapping).
+Nodes are the techniques papers use, sized by how many papers use them or a narrower concept
+(``kg.analysis.entity_users``: the count `kg shared` and `kg techniques` give); an edge joins
+two techniques used by the same papers, weighted by their Jaccard index and thinned to each
+node's strongest few. Clusters are the clusters of papers `kg techniques` lists
+(``kg.analysis.clusters``, same seed); a technique takes the colour of the cluster most of
+its papers are in. Tasks, models and datasets are optional layers placed next to the
+techniques they go with. Positions are computed here; the page only decides which labels fit
+at the current zoom (biggest first, none overlapping), and filters by year.
 
 Each technique carries what its panel lists: the papers ``kg shared NAME`` returns, split
 into those that use it (evidence sentence, confidence) and those that only mention it, and
 the techniques its papers combine it with. Each paper carries the papers ``kg related``
-ranks first and what they share.
+ranks first and what they share, and its links (url and ``Paper.links``, http(s) only).
 
 >>> from kg.pipeline import load_corpus
 >>> view = build_map(load_corpus(["examples/iclr2025-seed.txt"]))
@@ -37,7 +39,6 @@ from kg.viz.related import related_all
 
 MAP_MIN_PAPERS = 300  # above this many papers the default page is the map
 DEFAULT_MAP_NODES = 300
-_SEED = 7
 LAYER_TYPES = ("Task", "Model", "Dataset")
 _LAYER_NODES = 40  # per optional layer
 _EDGES_PER_NODE = 3  # strongest associations drawn per node
