@@ -568,6 +568,17 @@ def test_the_year_filter_restricts_the_map_and_every_count_agrees(browser, corl_
     assert sorted(listed) == sorted(pid for pid in users[eid] if year_of[pid] == 2025)
     assert f"used by {len(listed)} papers in 2025" in page.evaluate(
         "document.getElementById('kg-panel').textContent")
+    # "Most often combined with" counts the year's users of both.
+    narrow = set(page.evaluate(f"kgViz.data.nodes[{node}].narrow"))
+    year_users = {pid for pid in users[eid] if year_of[pid] == 2025}
+    both = {name: len(year_users & set(users[kg])) for i, kg, name in page.evaluate(
+        "kgViz.data.nodes.filter(n => !n.layer).map(n => [n.id, n.kg, n.name])")
+        if i not in narrow}
+    shown = page.evaluate("[...document.querySelectorAll('#kg-with li')].map(li => "
+                          "[li.querySelector('a').title, li.textContent])")
+    assert shown and shown[0][1].endswith(f"— {max(both.values())} papers")
+    for name, text in shown:
+        assert text.endswith(f"— {both[name]} papers" if both[name] != 1 else "— 1 paper")
     # The legend counts each cluster's papers of the year.
     legend = page.evaluate("document.getElementById('kg-legend').textContent")
     clusters = page.evaluate("kgViz.data.clusters.map(c => c.id)")
