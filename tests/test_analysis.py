@@ -16,6 +16,7 @@ from kg.analysis import (
     analysis_index,
     clusters,
     cooccurrence,
+    entity_users,
     find_paper,
     paper_entity_graph,
     related,
@@ -211,17 +212,28 @@ def test_unknown_technique_suggests_close_names(seed_corpus):
 # ------------------------------------------------------------------ techniques and clusters
 
 
-def test_technique_counts_count_papers(seed_corpus):
-    index = analysis_index(seed_corpus)
+def test_technique_counts_are_the_papers_kg_shared_lists(seed_corpus):
     counts = technique_counts(seed_corpus)
     assert counts
     for entity, count in counts:
         assert entity.type in analysis.TECHNIQUE_TYPES
-        assert count == sum(entity.id in r.used_ids for r in seed_corpus.results)
+        assert count == len(shared(seed_corpus, entity.id)) == len(shared(seed_corpus,
+                                                                          entity.name))
     assert [c for _, c in counts] == sorted((c for _, c in counts), reverse=True)
-    assert {e.id for e, _ in counts} == {
-        eid for eid, e in index.entities.items()
-        if e.type in analysis.TECHNIQUE_TYPES and index.entity_papers.get(eid)}
+    with_mentions = dict(technique_counts(seed_corpus, include_mentions=True))
+    for entity, count in with_mentions.items():
+        assert count == len(shared(seed_corpus, entity.id, include_mentions=True))
+
+
+def test_a_broader_technique_counts_the_papers_of_narrower_ones(seed_corpus):
+    """"model compression" counts the papers using quantization or pruning too, as
+    `kg shared "model compression"` lists them (one paper names it, four reach it)."""
+    users = entity_users(seed_corpus)["technique/model-compression"]
+    listed = shared(seed_corpus, "model compression")
+    assert users == tuple(u.paper.id for u in listed)
+    assert sum(any(x.direct for x in u.uses) for u in listed) < len(users)
+    counts = {e.id: c for e, c in technique_counts(seed_corpus)}
+    assert counts["technique/model-compression"] == len(users) == 4
 
 
 def test_top_shared_techniques_keeps_those_in_two_or_more_papers(seed_corpus):

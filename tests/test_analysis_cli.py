@@ -198,3 +198,62 @@ def test_related_does_not_link_papers_through_what_one_only_mentions(tmp_path):
     both = json.loads(invoke("related", "uses", str(papers), "--format", "json",
                              "--include-mentions").output)
     assert {"INT4 quantization"} <= {s["name"] for r in both["related"] for s in r["shared"]}
+
+
+# ---------------------------------------------------------------- ids a person can type
+
+
+@pytest.fixture(scope="module")
+def corl_dir(corpora_dir, tmp_path_factory):
+    """A project of the first 12 CoRL 2024 papers, whose ids are OpenReview forum URLs."""
+    from kg import project
+    from kg.pipeline import read_papers
+
+    src = corpora_dir / "openreview-2024" / "CoRL_2024_Conference.tsv"
+    out = tmp_path_factory.mktemp("corl")
+    head = out / "head.tsv"
+    head.write_text("".join(src.read_text(encoding="utf-8").splitlines(keepends=True)[:12]),
+                    encoding="utf-8")
+    project.build(out / "project", read_papers([head])[0], formats=["all", "-html"])
+    return out / "project"
+
+
+def corl_papers(corl_dir):
+    from kg.project import open_project
+
+    index = open_project(corl_dir).index()
+    return index, [index.papers[pid].paper for pid in index.papers]
+
+
+def test_related_takes_a_paper_by_id_url_forum_id_or_title_start_and_shows_short_ids(
+        corl_dir):
+    _, papers = corl_papers(corl_dir)
+    paper = next(p for p in papers if p.title and p.id.startswith("https://openreview.net/"))
+    forum = paper.id.rsplit("=", 1)[1]
+    for ref in (paper.id, paper.id.replace("https://", "http://"), forum,
+                f"https://openreview.net/pdf?id={forum}", paper.title[:30].upper()):
+        result = invoke("related", ref, "--graph", str(corl_dir), "--format", "json")
+        assert result.exit_code == 0, (ref, result.output)
+        assert json.loads(result.stdout)["paper"]["id"] == paper.id, ref
+    text = invoke("related", forum, "--graph", str(corl_dir)).stdout
+    assert text.startswith(f"Related to {forum}  ")
+    assert "openreview.net/forum" not in text  # every paper by its short id
+
+
+def test_resolve_papers_names_each_reference_and_refuses_an_ambiguous_title_start(corl_dir):
+    from kg.analysis import resolve_papers, short_id
+
+    index, papers = corl_papers(corl_dir)
+    first, second = papers[0], papers[1]
+    assert resolve_papers(index, [short_id(first.id), second.id, first.id]) == [
+        first.id, second.id]
+    starts = [p.title.split()[0] for p in papers if p.title]
+    common = max(set(starts), key=starts.count)
+    assert starts.count(common) >= 2, "two titles begin with the same word"
+    with pytest.raises(AmbiguousPaperError) as err:
+        resolve_papers(index, [first.id, common])
+    listed = str(err.value)
+    assert all(short_id(p.id) in listed for p in err.value.candidates)
+    assert "forum?id=" not in listed
+    with pytest.raises(NotFoundError, match="no paper matches 'zz-no-such'"):
+        resolve_papers(index, ["zz-no-such"])

@@ -508,3 +508,130 @@ def test_a_malicious_title_on_the_map_is_shown_as_text_and_never_runs(
     assert page.evaluate("document.scripts.length") == 3
     assert page.errors() == []
     assert page.requests == [out.as_uri()]
+
+
+# ---------------------------------------------------------------- year filter, paper links (#26)
+
+CORL = ("openreview-2024/CoRL_2024_Conference.tsv", "openreview-2024/CoRL_2025_Conference.tsv")
+
+
+@pytest.fixture(scope="module")
+def corl_two_years(corpora_dir, tmp_path_factory):
+    """CoRL 2024 and 2025 (528 papers, read in place): the default page is the map."""
+    from kg.pipeline import load_corpus
+
+    corpus = load_corpus([corpora_dir / name for name in CORL])
+    out = tmp_path_factory.mktemp("corl-map") / "graph.html"
+    write_viz(corpus, out)
+    return corpus, out
+
+
+def choose_years(page, first: int, last: int) -> None:
+    page.evaluate(f"""(() => {{
+        const a = document.getElementById('kg-year-from');
+        const b = document.getElementById('kg-year-to');
+        a.value = '{first}'; b.value = '{last}'; b.dispatchEvent(new Event('change')); }})()""")
+
+
+def test_the_year_filter_restricts_the_map_and_every_count_agrees(browser, corl_two_years):
+    from kg.analysis import entity_users
+
+    corpus, out = corl_two_years
+    year_of = {r.paper.id: r.paper.year for r in corpus}
+    assert sorted({y for y in year_of.values() if y}) == [2024, 2025]
+    page = open_graph(browser, out)
+    assert page.evaluate("kgViz.mode") == "map"
+    assert not page.evaluate("document.getElementById('kg-years').hidden")
+    choose_years(page, 2025, 2025)
+    in_2025 = sum(1 for y in year_of.values() if y == 2025)
+    assert page.evaluate("document.getElementById('kg-counts').textContent").startswith(
+        f"{in_2025} papers in 2025 · ")
+    users = entity_users(corpus)
+    nodes = page.evaluate("kgViz.data.nodes.filter(n => !n.layer).map(n => [n.id, n.kg, n.n])")
+    menu = dict(page.evaluate("[...document.getElementById('kg-technique').options]"
+                              ".filter(o => o.value).map(o => [Number(o.value), o.text])"))
+    hidden = set(page.evaluate("kgViz.network.body.data.nodes.get().filter(n => n.hidden)"
+                               ".map(n => n.id)"))
+    for node, eid, total in nodes:
+        expected = sum(1 for pid in users[eid] if year_of[pid] == 2025)
+        assert total == len(users[eid])
+        assert page.evaluate(f"kgViz.count({node})") == expected
+        if expected:
+            assert menu[node].endswith(f"({expected})") and node not in hidden
+        else:
+            assert node not in menu and node in hidden
+    # The panel lists exactly the year's users, and says how many.
+    node, eid, _ = max(nodes, key=lambda t: (page.evaluate(f"kgViz.count({t[0]})"), -t[0]))
+    page.evaluate(f"kgViz.chooseTechnique({node})")
+    listed = page.evaluate("[...document.querySelectorAll('#kg-uses li')].map(li => "
+                           "li.dataset.paper)")
+    assert sorted(listed) == sorted(pid for pid in users[eid] if year_of[pid] == 2025)
+    assert f"used by {len(listed)} papers in 2025" in page.evaluate(
+        "document.getElementById('kg-panel').textContent")
+    # "Most often combined with" counts the year's users of both.
+    narrow = set(page.evaluate(f"kgViz.data.nodes[{node}].narrow"))
+    year_users = {pid for pid in users[eid] if year_of[pid] == 2025}
+    both = {name: len(year_users & set(users[kg])) for i, kg, name in page.evaluate(
+        "kgViz.data.nodes.filter(n => !n.layer).map(n => [n.id, n.kg, n.name])")
+        if i not in narrow}
+    shown = page.evaluate("[...document.querySelectorAll('#kg-with li')].map(li => "
+                          "[li.querySelector('a').title, li.textContent])")
+    assert shown and shown[0][1].endswith(f"— {max(both.values())} papers")
+    for name, text in shown:
+        assert text.endswith(f"— {both[name]} papers" if both[name] != 1 else "— 1 paper")
+    # The legend counts each cluster's papers of the year.
+    legend = page.evaluate("document.getElementById('kg-legend').textContent")
+    clusters = page.evaluate("kgViz.data.clusters.map(c => c.id)")
+    for k in clusters[:3]:
+        members = page.evaluate(f"kgViz.data.papers.filter(p => p.c === {k + 1}).map(p => p.id)")
+        count = sum(1 for pid in members if year_of[pid] == 2025)
+        assert f"({count} paper" in legend
+    # Both years again: the whole map, every count as built.
+    choose_years(page, 2024, 2025)
+    assert page.evaluate("kgViz.data.nodes.every(n => kgViz.count(n.id) === n.n)")
+    assert page.evaluate("document.getElementById('kg-counts').textContent").startswith(
+        f"{len(corpus)} papers · ")
+    assert page.errors() == []
+    assert page.requests == [out.as_uri()]
+
+
+def test_panels_link_the_paper_and_its_other_urls_and_only_http_ones(
+        browser, tmp_path, seed_corpus):
+    from dataclasses import replace
+
+    from kg.model import Corpus
+
+    first = seed_corpus.results[0]
+    paper = replace(first.paper, url="https://openreview.net/forum?id=abc123",
+                    links=("https://arxiv.org/abs/2401.00001", "javascript:alert(1)",
+                           "data:text/html,<b>x</b>", "http://doi.org/10.1/x\"onclick=\"x"))
+    corpus = Corpus((replace(first, paper=paper), *seed_corpus.results[1:]),
+                    seed_corpus.entities)
+    for view in ("graph", "map"):
+        out = tmp_path / f"{view}.html"
+        write_viz(corpus, out, view=view)
+        page = open_graph(browser, out)
+        if view == "graph":
+            node = page.evaluate(f"Object.keys(kgViz.data.papers).find(k => "
+                                 f"kgViz.data.papers[k].id === '{paper.id}')")
+            page.evaluate(f"kgViz.select({node})")
+        else:
+            index = page.evaluate(f"kgViz.data.papers.findIndex(p => p.id === '{paper.id}')")
+            page.evaluate(f"kgViz.choosePaper({index})")
+        hrefs = page.evaluate("[...document.querySelectorAll('#kg-panel a.kg-out')]"
+                              ".map(a => [a.getAttribute('href'), a.textContent])")
+        assert hrefs == [["https://openreview.net/forum?id=abc123", "openreview.net ↗"],
+                         ["https://arxiv.org/abs/2401.00001", "arxiv.org ↗"],
+                         ['http://doi.org/10.1/x"onclick="x', "doi.org ↗"]], view
+        assert page.evaluate("document.querySelectorAll('[onclick], b').length") == 0
+        assert page.errors() == []
+
+
+def test_the_map_search_finds_a_paper_by_its_openreview_forum_id(browser, corl_two_years):
+    corpus, out = corl_two_years
+    paper = corpus.results[5].paper
+    forum = paper.id.rsplit("=", 1)[1]
+    page = open_graph(browser, out)
+    hits = page.evaluate(f"kgViz.search('{forum}')")
+    assert [h["text"] for h in hits if h["kind"] == "paper"] == [paper.title]
+    assert page.errors() == []

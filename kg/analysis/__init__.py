@@ -50,10 +50,15 @@ from kg.analysis.index import (  # noqa: F401  (kg.analysis is where callers fin
     source_corpus,
     stored_result,
 )
-from kg.errors import AmbiguousPaperError, NotFoundError
+from kg.analysis.papers import (  # noqa: F401  (kg.analysis is where callers find them)
+    find_paper,
+    paper_label,
+    resolve_papers,
+    short_id,
+)
+from kg.errors import AmbiguousPaperError, NotFoundError  # noqa: F401  (for callers)
 from kg.model import TECHNIQUE_TYPES, Corpus, Entity, Paper, Relation, Span
 from kg.rdf import entity_iri, paper_iri  # the one IRI scheme: GraphML/CSV ids = RDF IRIs
-from kg.text import shorten
 from kg.vocab import Vocabulary, load_vocabulary
 
 if TYPE_CHECKING:  # networkx costs 0.2 s to import; a query that needs no graph skips it
@@ -143,62 +148,6 @@ class Cluster:
 
 def _span_dict(span: Span) -> dict[str, object]:
     return {"text": span.text, "start": span.start, "end": span.end}
-
-
-def paper_label(paper: Paper) -> str:
-    """What to call a paper in output: its label, else title, else the abstract's start.
-
-    >>> paper_label(Paper(id="p", abstract="We study the effect of caching on models."))
-    'We study the effect of caching on models.'
-    """
-    return shorten(paper.label or paper.title or paper.abstract, 90)
-
-
-
-# ------------------------------------------------------------------ finding a paper
-
-
-def find_paper(corpus: Corpus, reference: str) -> Paper:
-    """The paper ``reference`` names: an id, a unique id prefix, or part of its label/title.
-
-    An exact (case-insensitive) label or title beats a substring; several matches raise
-    AmbiguousPaperError listing them, none raises NotFoundError.
-
-    >>> from kg.pipeline import run
-    >>> corpus = run(["examples/iclr2025-seed.txt"])
-    >>> find_paper(corpus, "fastercache").label[:11]
-    'FasterCache'
-    """
-    index = analysis_index(corpus)
-    if reference in index.papers:
-        return index.papers[reference].paper
-    ref = reference.strip()
-    folded = ref.casefold()
-    if not folded:
-        raise NotFoundError("empty paper reference; give a paper id, id prefix or title words")
-    by_prefix = [r.paper for pid, r in index.papers.items() if pid.startswith(ref)]
-    if len(by_prefix) == 1:
-        return by_prefix[0]
-    exact = [index.papers[pid].paper for pid in index.titles.get(folded, ())]
-    if len(exact) == 1:
-        return exact[0]
-    matches = exact or by_prefix or [index.papers[pid].paper for pid, text in index.texts
-                                     if folded in text]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        shown = "\n".join(f"  {p.id}  {paper_label(p)}" for p in matches[:10])
-        more = f"\n  … and {len(matches) - 10} more" if len(matches) > 10 else ""
-        raise AmbiguousPaperError(
-            f"{reference!r} matches {len(matches)} papers; give one id (or a longer prefix):\n"
-            f"{shown}{more}", matches)
-    labels = {paper_label(r.paper): pid for pid, r in index.papers.items()}
-    close = difflib.get_close_matches(ref, list(labels), n=5, cutoff=0.5)
-    hint = "".join(f"\n  {labels[c]}  {c}" for c in close)
-    raise NotFoundError(
-        f"no paper matches {reference!r} (by id, id prefix, label or title) among "
-        f"{index.n_papers} papers" + (f"; did you mean:{hint}" if hint else ""),
-        [labels[c] for c in close])
 
 
 # ------------------------------------------------------------------ related
@@ -298,9 +247,9 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
     """
     index = analysis_index(corpus, include_mentions, min_confidence)
     folded = " ".join(query.split()).casefold()
-    direct = set(index.names.get(folded, ()))
-    vocab = index.vocab
-    concepts = set(index.concept_labels.get(folded, ()))
+    # An entity id names exactly that entity (the map's panels ask this way).
+    direct = {query} if query in index.entities else set(index.names.get(folded, ()))
+    concepts = set() if direct == {query} else set(index.concept_labels.get(folded, ()))
     concepts |= {index.entities[eid].concept for eid in direct if index.entities[eid].concept}
     if not direct and not concepts:
         labels = index.labels
@@ -314,10 +263,7 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
         hint = f"; did you mean: {', '.join(suggestions)}?" if suggestions else (
             "; `kg techniques` lists the techniques in this graph")
         raise NotFoundError(f"no entity or concept named {query!r}{hint}", suggestions)
-    wanted = set(concepts)
-    for iri in concepts:
-        wanted.update(vocab.descendants(iri))
-    targets = direct | {index.concept_entity[iri] for iri in wanted if iri in index.concept_entity}
+    targets = _targets(index, direct, concepts)
     by_paper: dict[str, list[Usage]] = defaultdict(list)
     for eid in targets:
         is_direct = eid in direct or index.entities[eid].concept in concepts
@@ -330,13 +276,48 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
         not u.direct, u.evidence.start, u.entity.id)))) for pid in ordered]
 
 
+def _targets(index: AnalysisIndex, direct: set[str], concepts: set[str]) -> set[str]:
+    """The entities a query for ``direct`` entities and ``concepts`` reaches: those and the
+    entities of every narrower concept."""
+    wanted = set(concepts)
+    for iri in concepts:
+        wanted.update(index.vocab.descendants(iri))
+    return direct | {index.concept_entity[iri] for iri in wanted if iri in index.concept_entity}
+
+
 # ------------------------------------------------------------------ techniques
 
 
+def entity_users(corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES, *,
+                 include_mentions: bool = False) -> dict[str, tuple[str, ...]]:
+    """Per entity of ``types``: the ids of the papers using it or a narrower concept (corpus
+    order), exactly the papers ``shared(corpus, entity_id)`` lists. The one count of "how many
+    papers use X": ``kg techniques``, ``kg shared`` and the map's menu and panels all read it.
+
+    >>> from kg.pipeline import run
+    >>> corpus = run(["examples/iclr2025-seed.txt"])
+    >>> users = entity_users(corpus)
+    >>> users["technique/caching"] == tuple(u.paper.id for u in shared(corpus, "caching"))
+    True
+    """
+    index = analysis_index(corpus, include_mentions)
+    wanted = set(types)
+    out: dict[str, tuple[str, ...]] = {}
+    for eid, e in index.entities.items():
+        if e.type not in wanted:
+            continue
+        targets = _targets(index, {eid}, {e.concept} if e.concept else set())
+        pids = {pid for t in targets for pid in index.entity_papers.get(t, ())}
+        if pids:
+            out[eid] = tuple(sorted(pids, key=index.order.__getitem__))
+    return out
+
+
 def technique_counts(
-    corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES,
+    corpus: Corpus, types: Iterable[str] = TECHNIQUE_TYPES, *, include_mentions: bool = False,
 ) -> list[tuple[Entity, int]]:
-    """Entities of ``types`` with the number of papers using each, most used first.
+    """Entities of ``types`` with the number of papers using each (or a narrower concept:
+    ``entity_users``), most used first.
 
     >>> from kg.pipeline import run
     >>> corpus = run(["examples/iclr2025-seed.txt"])
@@ -344,15 +325,13 @@ def technique_counts(
     >>> all(n >= 1 for _, n in counts), counts == sorted(counts, key=lambda t: -t[1])
     (True, True)
     """
-    hit = stored_result(corpus, "technique_counts", types)
+    hit = None if include_mentions else stored_result(corpus, "technique_counts", types)
     if hit is not None:
         return hit
-    index = analysis_index(corpus)
-    wanted = set(types)
-    rows = [(e, len(index.entity_papers.get(eid, ()))) for eid, e in index.entities.items()
-            if e.type in wanted]
-    return sorted((r for r in rows if r[1] > 0),
-                  key=lambda r: (-r[1], r[0].name.casefold(), r[0].id))
+    index = analysis_index(corpus, include_mentions)
+    rows = [(index.entities[eid], len(pids)) for eid, pids in
+            entity_users(corpus, types, include_mentions=include_mentions).items()]
+    return sorted(rows, key=lambda r: (-r[1], r[0].name.casefold(), r[0].id))
 
 
 def top_shared_techniques(corpus: Corpus, n: int = 20) -> list[tuple[Entity, int]]:

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from kg.analysis import clusters, cooccurrence, find_paper, paper_label, technique_counts
+from kg.analysis import (
+    clusters,
+    cooccurrence,
+    find_paper,
+    paper_label,
+    short_id,
+    technique_counts,
+)
 from kg.analysis import related as related_papers
 from kg.analysis import shared as shared_papers
 from kg.cli.common import show_progress
@@ -101,8 +108,9 @@ def related(paper, graphs, inputs, n, include_mentions, min_confidence, fmt):
     Shared entities weigh by rarity (IDF) — a rare dataset says more than "Transformer".
     Each result lists what is shared, the confidence of the weaker of the two relations, and
     the sentence saying so in both papers. What a paper only mentions (negated, contrasted,
-    prior work) is not shared unless --include-mentions. PAPER is a paper id, a unique id
-    prefix, or part of the paper's label or title.
+    prior work) is not shared unless --include-mentions. PAPER is a paper id, its URL, its
+    OpenReview forum id, the start of its title, or words of its label or title; papers are
+    shown by short id (the forum id of an OpenReview URL).
 
     \b
     Examples:
@@ -119,14 +127,14 @@ def related(paper, graphs, inputs, n, include_mentions, min_confidence, fmt):
         _dump({"paper": {"id": target.id, "label": paper_label(target)},
                "related": [r.as_dict() for r in results]})
         return
-    click.echo(f"Related to {target.id}  {paper_label(target)}")
+    click.echo(f"Related to {short_id(target.id)}  {paper_label(target)}")
     aliases = _aliases(corpus, {n for r in results for s in r.shared
                                 for n in (*s.via, *s.other_via, s.name)})
     if not results:
         click.echo("  no other paper shares a technique, method, model, dataset or task with it")
         return
     for rank, r in enumerate(results, start=1):
-        click.echo(f"\n{rank:>2}. {r.score:6.2f}  {r.paper.id}  {paper_label(r.paper)}")
+        click.echo(f"\n{rank:>2}. {r.score:6.2f}  {short_id(r.paper.id)}  {paper_label(r.paper)}")
         for s in r.shared:
             click.echo(f"      {s.type} {s.name}  +{s.weight:.2f}  (confidence {s.confidence:.2f})")
             this = _evidence(s.evidence.text, (*s.via, s.name), aliases)
@@ -176,7 +184,7 @@ def shared(technique, graphs, inputs, include_mentions, min_confidence, fmt):
     click.echo(f"{technique}: {len(uses)} paper{'s' if len(uses) != 1 else ''}")
     aliases = _aliases(corpus, {u.entity.name for use in uses for u in use.uses})
     for use in uses:
-        click.echo(f"\n{use.paper.id}  {paper_label(use.paper)}")
+        click.echo(f"\n{short_id(use.paper.id)}  {paper_label(use.paper)}")
         for u in use.uses:
             narrower = "" if u.direct else " (narrower)"
             mention = "" if u.used else " (mentions only)"
@@ -191,12 +199,15 @@ def shared(technique, graphs, inputs, include_mentions, min_confidence, fmt):
               help="How many techniques, pairs and clusters to show.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the community detection (same seed, same clusters).")
+@USE_OPTIONS[0]
 @FORMAT
-def techniques(graphs, inputs, n, seed, fmt):
+def techniques(graphs, inputs, n, seed, include_mentions, fmt):
     """Techniques by paper count, the most co-occurring pairs, and clusters of papers.
 
-    Techniques include used methods. Clusters are Louvain communities of the paper–entity
-    graph (IDF-weighted), labelled by their top concepts (tf-idf within the cluster).
+    Techniques include used methods. A technique's count is the number of papers `kg shared
+    NAME` lists: those using it or a narrower concept (the map's menu and panels say the
+    same). Clusters are Louvain communities of the paper–entity graph (IDF-weighted),
+    labelled by their top concepts (tf-idf within the cluster); the map colours by them.
 
     \b
     Examples:
@@ -205,7 +216,7 @@ def techniques(graphs, inputs, n, seed, fmt):
     """
 
     corpus = _load(graphs, inputs)
-    counts = technique_counts(corpus)[:n]
+    counts = technique_counts(corpus, include_mentions=include_mentions)[:n]
     pairs = cooccurrence(corpus, limit=n)
     groups = clusters(corpus, seed=seed)
     if fmt == "json":
@@ -232,6 +243,6 @@ def techniques(graphs, inputs, n, seed, fmt):
         terms = ", ".join(name for name, _ in group.terms) or "(no shared concept)"
         click.echo(f"\n{i:>3}. {len(group.papers)} papers — {terms}")
         for p in group.papers[:5]:
-            click.echo(f"       {p.id}  {paper_label(p)}")
+            click.echo(f"       {short_id(p.id)}  {paper_label(p)}")
         if len(group.papers) > 5:
             click.echo(f"       … and {len(group.papers) - 5} more")

@@ -14,8 +14,9 @@ from kg.viz import DEFAULT_MAX_ENTITIES, DEFAULT_RELATED, write_viz
               show_default=True, help="The HTML file to write (directories are created).")
 @click.option("--technique", metavar="NAME", default=None,
               help="Only papers using this technique (or a narrower one) and what they share.")
-@click.option("--paper", "paper_id", metavar="ID", default=None,
-              help="Only this paper and its related papers (sharing entities).")
+@click.option("--paper", "paper_id", metavar="PAPER", default=None,
+              help="Only this paper and its related papers (sharing entities). PAPER: its "
+                   "id, URL, OpenReview forum id or the start of its title.")
 @click.option("--related", type=click.IntRange(1, 500), default=DEFAULT_RELATED,
               show_default=True, help="How many related papers --paper shows.")
 @click.option("--max-entities", type=click.IntRange(1, None), default=DEFAULT_MAX_ENTITIES,

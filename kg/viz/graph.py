@@ -201,6 +201,7 @@ def _add_nodes(g: GraphView, corpus: Corpus, shown: list[PaperResult], kept: set
         g.papers[str(idx)] = {
             "id": p.id, "label": p.label, "title": p.title, "abstract": p.abstract,
             "venue": p.venue, "year": p.year, "url": p.url, "authors": list(p.authors),
+            "links": list(p.links),
         }
     for eid in sorted(kept & {e for r in shown for e in r.entity_ids}):
         e = corpus.entities[eid]

@@ -1,16 +1,18 @@
 """The technique map: the default page for corpora above a few hundred papers.
 
-Nodes are the techniques papers *use* (``PaperResult.used_ids``), sized by how many papers
-use them; an edge joins two techniques used by the same papers, weighted by their Jaccard
-index and thinned to each node's strongest few. Clusters come from networkx Louvain (fixed
-seed) and are named by their biggest techniques. Tasks, models and datasets are optional
-layers placed next to the techniques they go with. Positions are computed here; the page
-only decides which labels fit at the current zoom (biggest first, none overlapping).
+Nodes are the techniques papers use, sized by how many papers use them or a narrower concept
+(``kg.analysis.entity_users``: the count `kg shared` and `kg techniques` give); an edge joins
+two techniques used by the same papers, weighted by their Jaccard index and thinned to each
+node's strongest few. Clusters are the clusters of papers `kg techniques` lists
+(``kg.analysis.clusters``, same seed); a technique takes the colour of the cluster most of
+its papers are in. Tasks, models and datasets are optional layers placed next to the
+techniques they go with. Positions are computed here; the page only decides which labels fit
+at the current zoom (biggest first, none overlapping), and filters by year.
 
 Each technique carries what its panel lists: the papers ``kg shared NAME`` returns, split
 into those that use it (evidence sentence, confidence) and those that only mention it, and
 the techniques its papers combine it with. Each paper carries the papers ``kg related``
-ranks first and what they share.
+ranks first and what they share, and its links (url and ``Paper.links``, http(s) only).
 
 >>> from kg.pipeline import load_corpus
 >>> view = build_map(load_corpus(["examples/iclr2025-seed.txt"]))
@@ -26,7 +28,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kg.analysis import TECHNIQUE_TYPES, shared
+from kg.analysis import TECHNIQUE_TYPES, Cluster, clusters, entity_users, shared
 from kg.errors import KgError
 from kg.model import Corpus, PaperResult
 from kg.viz.page import render_page
@@ -37,7 +39,6 @@ from kg.viz.related import related_all
 
 MAP_MIN_PAPERS = 300  # above this many papers the default page is the map
 DEFAULT_MAP_NODES = 300
-_SEED = 7
 LAYER_TYPES = ("Task", "Model", "Dataset")
 _LAYER_NODES = 40  # per optional layer
 _EDGES_PER_NODE = 3  # strongest associations drawn per node
@@ -66,6 +67,7 @@ class MapView:
     papers: list[dict] = field(default_factory=list)
     facets: list[dict] = field(default_factory=list)
     notice: str = ""
+    cluster_note: str = ""  # under the legend: how papers and techniques fall in clusters
 
     def counts(self) -> dict[str, int]:
         """Numbers of technique/layer nodes, edges, clusters and papers."""
@@ -84,10 +86,13 @@ def venue_name(venue: str | None) -> str | None:
     return _PRESENTATION.sub("", venue.strip()) or venue.strip()
 
 
+def _is_http(url: str) -> bool:
+    return url.lower().startswith(("https://", "http://"))
+
+
 def _paper_url(result: PaperResult) -> str | None:
-    url = result.paper.url or (result.paper.id if result.paper.id.startswith(
-        ("https://", "http://")) else None)
-    return url if url and url.startswith(("https://", "http://")) else None
+    url = result.paper.url or (result.paper.id if _is_http(result.paper.id) else None)
+    return url if url and _is_http(url) else None
 
 
 # Ranking every paper's related papers grows with the square of the corpus (related_all: ~0.6 s
@@ -109,7 +114,9 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     usage = Usage.of(corpus)
     techniques = usage.top(corpus, TECHNIQUE_TYPES, max_nodes)
     co, assoc = _associations(usage, techniques)
-    communities = _clusters(techniques, co, assoc, usage)
+    groups = clusters(corpus)  # what `kg techniques` lists: the same function, same seed
+    communities = _communities(groups, techniques, usage)
+    # (techniques in no cluster are laid out as one more group, coloured as "other")
     cluster_of = {e: k for k, c in enumerate(communities) for e in c}
     kept = _thin(co, assoc)
     pos = _technique_positions(techniques, kept, assoc, communities, cluster_of, usage)
@@ -119,13 +126,15 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     parts = _Parts(usage, frozenset(techniques), pos, cluster_of,
                    {eid: i for i, eid in enumerate(techniques + layers)},
                    {r.paper.id: i for i, r in enumerate(usage.results)},
-                   _facets(usage.results))
+                   _facets(usage.results), len(groups),
+                   {p.id: k for k, c in enumerate(groups) for p in c.papers})
     view = MapView(title=f"Technique map of {len(usage.results):,} papers")
     sentences: dict[int, dict[str, int]] = defaultdict(dict)
     view.nodes = [_node(corpus, eid, parts, sentences) for eid in techniques + layers]
     view.edges = [{"from": parts.index_of[a], "to": parts.index_of[b],
                    "w": round(assoc[(a, b)], 3), "n": co[(a, b)]} for a, b in sorted(kept)]
-    view.clusters = _cluster_rows(corpus, communities, parts)
+    view.clusters = _cluster_rows(groups, communities, parts)
+    view.cluster_note = _cluster_note(groups, techniques, parts)
     view.papers = _paper_rows(corpus, parts, sentences)
     view.facets = [{"name": f["name"], "values": f["values"],
                     "totals": [sum(1 for v in f["of"] if v == value) for value in f["values"]],
@@ -151,14 +160,21 @@ class Usage:
 
     @classmethod
     def of(cls, corpus: Corpus) -> Usage:
+        """A paper uses an entity when it uses it or a narrower concept (``entity_users``:
+        the count `kg shared` and `kg techniques` give)."""
         results = list(corpus)
-        # PaperResult.used_ids is recomputed on every access; the map reads it ~80,000 times.
-        used_ids = [r.used_ids for r in results]
-        used_sets = [set(ids) for ids in used_ids]
+        order = {r.paper.id: i for i, r in enumerate(results)}
         used: dict[str, set[int]] = defaultdict(set)
-        for i, ids in enumerate(used_sets):
-            for eid in ids:
-                used[eid].add(i)
+        used_sets: list[set[str]] = [set() for _ in results]
+        for eid, pids in entity_users(corpus, (*TECHNIQUE_TYPES, *LAYER_TYPES)).items():
+            used[eid] = {order[pid] for pid in pids}
+            for i in used[eid]:
+                used_sets[i].add(eid)
+        # Those it names first, in mention order, then those it reaches through them.
+        used_ids = []
+        for r, ids in zip(results, used_sets, strict=True):
+            named = tuple(e for e in dict.fromkeys(r.used_ids) if e in ids)
+            used_ids.append(named + tuple(sorted(ids.difference(named))))
         return cls(results, used_ids, used_sets, used)
 
     def top(self, corpus: Corpus, types: tuple[str, ...], limit: int) -> list[str]:
@@ -181,6 +197,8 @@ class _Parts(NamedTuple):
     index_of: dict[str, int]  # entity -> node index
     order: dict[str, int]  # paper id -> paper index
     facets: list[dict]
+    n_clusters: int  # cluster_of beyond it: in no cluster
+    cluster_of_paper: dict[str, int]  # paper id -> its cluster (papers in none left out)
 
 
 def _associations(usage: Usage, techniques: list[str]
@@ -197,18 +215,17 @@ def _associations(usage: Usage, techniques: list[str]
     return co, {(a, b): c / (len(used[a]) + len(used[b]) - c) for (a, b), c in co.items()}
 
 
-def _clusters(techniques: list[str], co: Counter[tuple[str, str]],
-              assoc: dict[tuple[str, str], float], usage: Usage) -> list[list[str]]:
-    """Louvain on every association (two or more shared papers), fixed seed; biggest first."""
-    import networkx as nx
-
-    full = nx.Graph()
-    full.add_nodes_from(techniques)
-    full.add_weighted_edges_from((a, b, w) for (a, b), w in sorted(assoc.items())
-                                 if co[(a, b)] >= 2)
-    communities = nx.community.louvain_communities(full, weight="weight", seed=_SEED)
-    return sorted((sorted(c) for c in communities),
-                  key=lambda c: (-sum(len(usage.used[e]) for e in c), c[0]))
+def _communities(groups: list[Cluster], techniques: list[str], usage: Usage
+                 ) -> list[list[str]]:
+    """Each technique in the cluster (of papers) most of its papers are in, ties to the
+    bigger; one list per cluster, then those whose papers are in none."""
+    of_paper = {p.id: k for k, c in enumerate(groups) for p in c.papers}
+    out: list[list[str]] = [[] for _ in range(len(groups) + 1)]
+    for eid in techniques:
+        votes = Counter(of_paper[pid] for pid in (usage.results[i].paper.id
+                                                  for i in usage.used[eid]) if pid in of_paper)
+        out[min(votes, key=lambda k: (-votes[k], k)) if votes else len(groups)].append(eid)
+    return out
 
 
 def _thin(co: Counter[tuple[str, str]], assoc: dict[tuple[str, str], float]
@@ -285,37 +302,38 @@ def _node(corpus: Corpus, eid: str, parts: _Parts, sentences: dict[int, dict[str
                   "layer": "" if is_tech else e.type}
     if e.aliases:
         node["aliases"] = list(e.aliases)
-    if is_tech:
+    if is_tech and parts.cluster_of[eid] < parts.n_clusters:
         node["c"] = parts.cluster_of[eid]
     for facet in parts.facets:
         counts = Counter(facet["of"][i] for i in parts.usage.used[eid]
                          if facet["of"][i] is not None)
         node.setdefault("f", {})[facet["name"]] = [counts.get(v, 0) for v in facet["values"]]
-    node.update(_panel(corpus, e.name, parts, sentences))
+    node.update(_panel(corpus, eid, parts, sentences))
     return node
 
 
-def _panel(corpus: Corpus, name: str, parts: _Parts, sentences: dict[int, dict[str, int]]
+def _panel(corpus: Corpus, eid: str, parts: _Parts, sentences: dict[int, dict[str, int]]
            ) -> dict:
     """A node's panel: exactly the papers `kg shared NAME` lists (users), and apart from them
     those `kg shared NAME --include-mentions` adds (they only mention it)."""
     try:
-        uses = shared(corpus, name, include_mentions=True)
+        uses = shared(corpus, eid, include_mentions=True)
     except KgError:
         uses = []
     use_rows, mention_rows = [], []
     combined: Counter[int] = Counter()
+    # It and its narrower techniques are not "combined with" it (the page's year filter
+    # recounts "with" the same way, from the papers' techniques minus these).
+    targets = {x.entity.id for use in uses for x in use.uses} | {eid}
     for use in uses:
         i = parts.order[use.paper.id]
         hit = [u for u in use.uses if u.used]
         u = hit[0] if hit else use.uses[0]
         (use_rows if hit else mention_rows).append([i, u.evidence.text, round(u.confidence, 2)])
         if hit:
-            named = {x.entity.id for x in use.uses}
             combined.update(parts.index_of[other]
-                            for other in parts.usage.used_sets[i] & parts.tech_set
-                            if other not in named)
-    out: dict = {}
+                            for other in parts.usage.used_sets[i] & parts.tech_set - targets)
+    out: dict = {"narrow": sorted(parts.index_of[t] for t in targets if t in parts.index_of)}
     for key, rows in (("uses", use_rows), ("mentions", mention_rows)):
         if len(parts.usage.results) > RELATED_MAX_PAPERS and len(rows) > LIST_MAX:
             # A very large corpus lists the surest uses; `kg shared` lists them all.
@@ -327,20 +345,34 @@ def _panel(corpus: Corpus, name: str, parts: _Parts, sentences: dict[int, dict[s
     return out
 
 
-def _cluster_rows(corpus: Corpus, communities: list[list[str]], parts: _Parts) -> list[dict]:
-    """Each cluster named by its biggest techniques, with its colour and members."""
-    entities, used = corpus.entities, parts.usage.used
+def _cluster_rows(groups: list[Cluster], communities: list[list[str]], parts: _Parts
+                  ) -> list[dict]:
+    """Each cluster of papers `kg techniques` lists, named by its top terms, with its size in
+    papers (each paper is in one cluster), colour and the map techniques it colours."""
+    used = parts.usage.used
     rows = []
-    for k, members in enumerate(communities):
-        ranked = sorted(members, key=lambda e: (-len(used[e]), entities[e].name.casefold()))
-        names = [entities[e].name for e in ranked[:3]]
+    for k, group in enumerate(groups):
+        members = sorted(communities[k], key=lambda e: (-len(used[e]), e))
+        names = [name for name, _ in group.terms]
         rows.append({
             "id": k, "label": " · ".join(names[:2]), "terms": names, "size": len(members),
-            "papers": len(set().union(*(used[e] for e in members))),
-            "color": CLUSTER_COLORS[k] if k < len(CLUSTER_COLORS) and len(members) > 1
-            else OTHER_COLOR,
-            "members": [parts.index_of[e] for e in ranked]})
+            "papers": len(group.papers),
+            "color": CLUSTER_COLORS[k] if k < len(CLUSTER_COLORS) else OTHER_COLOR,
+            "members": [parts.index_of[e] for e in members]})
     return rows
+
+
+def _cluster_note(groups: list[Cluster], techniques: list[str], parts: _Parts) -> str:
+    """Says that each paper is in one cluster (or none) while a technique's papers may be in
+    several: its colour is that of the cluster most of them are in."""
+    papers = len(parts.usage.results)
+    clustered = sum(len(c.papers) for c in groups)
+    spread = sum(1 for e in techniques if len({parts.cluster_of_paper.get(
+        parts.usage.results[i].paper.id) for i in parts.usage.used[e]} - {None}) > 1)
+    return (f"Clusters of papers, as `kg techniques` lists them: each paper is in one cluster "
+            f"or none ({clustered:,} of {papers:,} papers are in one). A technique takes the "
+            f"colour of the cluster most of its papers are in; the papers of {spread:,} of the "
+            f"{len(techniques):,} techniques shown belong to several clusters.")
 
 
 def _paper_rows(corpus: Corpus, parts: _Parts, sentences: dict[int, dict[str, int]]
@@ -351,8 +383,10 @@ def _paper_rows(corpus: Corpus, parts: _Parts, sentences: dict[int, dict[str, in
     rows = []
     for i, r in enumerate(results):
         p = r.paper
+        url = _paper_url(r)
         row: dict = {"id": p.id, "t": p.title or p.label or p.id, "v": p.venue, "y": p.year,
-                     "u": _paper_url(r)}
+                     "u": url, "l": [x for x in p.links if x != url and _is_http(x)],
+                     "c": parts.cluster_of_paper.get(p.id, -1) + 1}  # 0: in no cluster
         row = {k: v for k, v in row.items() if v}
         row["k"] = [parts.index_of[e] for e in dict.fromkeys(parts.usage.used_ids[i])
                     if e in parts.index_of]
@@ -542,7 +576,7 @@ def render_map_html(view: MapView) -> str:
     payload = {
         "title": view.title, "view": view.view, "notice": view.notice, "nodes": view.nodes,
         "edges": view.edges, "clusters": view.clusters, "papers": view.papers,
-        "facets": view.facets, "options": _vis_options(),
+        "facets": view.facets, "options": _vis_options(), "clusterNote": view.cluster_note,
         "layers": [{"type": t, "count": layer_counts[t]} for t in LAYER_TYPES
                    if layer_counts[t]],
         "layerColors": LAYER_COLORS, "sharedColor": SHARED_COLOR, "otherColor": OTHER_COLOR,

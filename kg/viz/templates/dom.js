@@ -14,3 +14,17 @@ function kgEl(tag, attrs, children) {
   });
   return node;
 }
+
+// A paper's links (its url, then paper.links): only http(s) URLs become links, named by
+// their host; anything else (javascript:, data:, a bare word) is left out.
+function kgPaperLinks(urls) {
+  var seen = {}, out = [];
+  (urls || []).forEach(function (url) {
+    if (typeof url !== "string" || !/^https?:\/\/[^\s]/i.test(url) || seen[url]) return;
+    seen[url] = true;
+    var host = url.replace(/^https?:\/\//i, "").split(/[\/?#]/)[0].replace(/^www\./, "");
+    out.push(kgEl("a", {className: "kg-out", href: url, target: "_blank",
+                        rel: "noopener noreferrer", title: url, text: host + " ↗"}));
+  });
+  return out.length ? kgEl("span", {className: "kg-links"}, out) : null;
+}

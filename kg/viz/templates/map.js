@@ -21,15 +21,32 @@
   var neighbours = {};
   N.forEach(function (n) { neighbours[n.id] = []; });
   data.edges.forEach(function (e) { neighbours[e.from].push(e.to); neighbours[e.to].push(e.from); });
-  function radius(n) { return 5 + 2.4 * Math.sqrt(n.n); }
+  function radius(n) { return 5 + 2.4 * Math.sqrt(countOf(n)); }
   function labelPx(n) { return Math.round(11 + 6 * Math.sqrt(n.n / maxN)); }
   function labelText(n) { return short(n.name, 28); }
   var layerOn = {};
   data.layers.forEach(function (l) { layerOn[l.type] = false; });
 
+  // Year filter: yearRange is [first, last] index into the year facet's values, or null (every
+  // paper, those without a year too). A technique's count in a range is the sum of its
+  // per-year counts (n.f.year): the same papers its panel lists, filtered by year.
+  var yearFacet = data.facets.filter(function (f) { return f.name === "year"; })[0];
+  var yearRange = null;
+  function inYears(p) {
+    if (!yearRange) return true;
+    var at = yearFacet.values.indexOf(p.y);
+    return at >= yearRange[0] && at <= yearRange[1];
+  }
+  function countOf(n) {
+    if (!yearRange) return n.n;
+    var c = 0;
+    for (var i = yearRange[0]; i <= yearRange[1]; i++) c += n.f.year[i];
+    return c;
+  }
+
   function tooltip(n) {
     var lines = [el("strong", {text: n.name + " (" + n.type + ")"}),
-                 el("div", {text: "used by " + plural(n.n, "paper")})];
+                 el("div", {text: "used by " + plural(countOf(n), "paper")})];
     if (n.aliases) lines.push(el("div", {className: "kg-meta", text: "also: " + n.aliases.join(", ")}));
     if (n.c !== undefined) lines.push(el("div", {className: "kg-meta",
                                                  text: "cluster: " + data.clusters[n.c].label}));
@@ -42,7 +59,8 @@
   function facetOf(name) { return data.facets.filter(function (f) { return f.name === name; })[0]; }
   function baseColour(n) {
     if (colourMode === "cluster") {
-      return n.layer ? data.layerColors[n.layer] : data.clusters[n.c].color;
+      if (n.layer) return data.layerColors[n.layer];
+      return n.c === undefined ? data.otherColor : data.clusters[n.c].color;
     }
     // A value's colour when the node's papers lean to it (share of that value's papers,
     // normalised), grey when it is shared.
@@ -55,6 +73,7 @@
   }
   function isHidden(n) {
     if (n.layer && !layerOn[n.layer]) return true;
+    if (yearRange && !countOf(n)) return true;
     if (onlyValue !== "" && colourMode !== "cluster") {
       var at = facetOf(colourMode).values.map(String).indexOf(onlyValue);
       if (at >= 0 && !n.f[colourMode][at]) return true;
@@ -85,6 +104,7 @@
   var api = {network: network, data: data, ready: false, firstDrawMs: null, mode: "map",
              initialScale: function () { return s0; }};
   window.kgViz = api;
+  api.count = function (id) { return countOf(N[id]); };
 
   // Labels: level of detail ----------------------------------------------------------------
   // Label i shows from zoom scale z[i] up. A label is centred on its node with a fixed
@@ -214,9 +234,21 @@
     notice.textContent = data.notice;
     notice.hidden = false;
   }
-  var techCount = N.filter(function (n) { return !n.layer; }).length;
-  document.getElementById("kg-counts").textContent = plural(P.length, "paper") + " · " +
-    plural(techCount, "technique") + " · " + plural(data.clusters.length, "cluster");
+  function drawCounts() {
+    var techCount = N.filter(function (n) { return !n.layer && !isHidden(n); }).length;
+    var papers = yearRange ? P.filter(inYears).length : P.length;
+    document.getElementById("kg-counts").textContent = plural(papers, "paper") +
+      (yearRange ? " in " + yearLabel() : "") + " · " + plural(techCount, "technique") + " · " +
+      plural(data.clusters.length, "cluster");
+  }
+  function yearLabel() {
+    var a = yearFacet.values[yearRange[0]], b = yearFacet.values[yearRange[1]];
+    return a === b ? String(a) : a + "–" + b;
+  }
+  function clusterPapers(cl) {
+    if (!yearRange) return cl.papers;
+    return P.filter(function (p) { return p.c === cl.id + 1 && inYears(p); }).length;
+  }
 
   var legend = document.getElementById("kg-legend");
   function drawLegend() {
@@ -224,17 +256,18 @@
     if (colourMode === "cluster") {
       document.getElementById("kg-legend-title").textContent = "Clusters";
       data.clusters.forEach(function (cl) {
-        if (cl.size < 2) return;
         var sw = el("span", {className: "kg-swatch"});
         sw.style.background = cl.color;
         var li = el("li", {"data-cluster": String(cl.id), title: cl.terms.join(", ")},
-                    [sw, el("span", {text: cl.terms.join(" · ") + " (" + plural(cl.papers, "paper") + ")"})]);
+                    [sw, el("span", {text: cl.terms.join(" · ") + " (" + plural(clusterPapers(cl), "paper") + ")"})]);
         li.addEventListener("click", function () {
           network.fit({nodes: cl.members.filter(function (id) { return !isHidden(N[id]); }),
                        animation: false});
         });
         legend.appendChild(li);
       });
+      if (data.clusterNote) legend.appendChild(el("li", {className: "kg-hint", id: "kg-cluster-note",
+                                                        text: data.clusterNote}));
     } else {
       var f = facetOf(colourMode);
       document.getElementById("kg-legend-title").textContent = "Mostly used in";
@@ -252,12 +285,19 @@
   }
 
   var techniqueSelect = document.getElementById("kg-technique");
-  N.filter(function (n) { return !n.layer; }).slice()
-    .sort(function (a, b) { return a.name.toLowerCase() < b.name.toLowerCase() ? -1 : 1; })
-    .forEach(function (n) {
-      techniqueSelect.appendChild(el("option", {value: String(n.id),
-        text: n.name + " (" + n.n + ")"}));
-    });
+  function fillTechniques() {
+    var chosen = techniqueSelect.value;
+    clear(techniqueSelect);
+    techniqueSelect.appendChild(el("option", {value: "", text: "(choose)"}));
+    N.filter(function (n) { return !n.layer && !isHidden(n); }).slice()
+      .sort(function (a, b) { return a.name.toLowerCase() < b.name.toLowerCase() ? -1 : 1; })
+      .forEach(function (n) {
+        techniqueSelect.appendChild(el("option", {value: String(n.id),
+          text: n.name + " (" + countOf(n) + ")"}));
+      });
+    techniqueSelect.value = chosen;
+  }
+  fillTechniques();
   techniqueSelect.addEventListener("change", function () {
     if (techniqueSelect.value !== "") api.chooseTechnique(Number(techniqueSelect.value));
   });
@@ -305,6 +345,42 @@
     network.redraw();
   }
 
+  var yearBox = document.getElementById("kg-years");
+  var yearFrom = document.getElementById("kg-year-from");
+  var yearTo = document.getElementById("kg-year-to");
+  var shown = null;  // what the panel shows: {technique: id} or {paper: i}
+  if (yearFacet) {
+    yearBox.hidden = false;
+    yearFacet.values.forEach(function (y) {
+      yearFrom.appendChild(el("option", {value: String(y), text: String(y)}));
+      yearTo.appendChild(el("option", {value: String(y), text: String(y)}));
+    });
+    yearTo.value = String(yearFacet.values[yearFacet.values.length - 1]);
+    var onYears = function () { api.setYears(Number(yearFrom.value), Number(yearTo.value)); };
+    yearFrom.addEventListener("change", onYears);
+    yearTo.addEventListener("change", onYears);
+  }
+  // Restrict the map to papers from year `from` to `to` (every year: no filter, papers
+  // without a year shown too): sizes, menu, legend, header and panel count those papers.
+  api.setYears = function (from, to) {
+    var vals = yearFacet.values.map(Number);
+    var lo = vals.filter(function (y) { return y >= Math.min(from, to); })[0];
+    var hi = vals.filter(function (y) { return y <= Math.max(from, to); }).pop();
+    var range = lo === undefined || hi === undefined || lo > hi ? [1, 0] :
+      [vals.indexOf(lo), vals.indexOf(hi)];
+    yearRange = range[0] === 0 && range[1] === vals.length - 1 ? null : range;
+    yearFrom.value = String(from);
+    yearTo.value = String(to);
+    nodes.update(N.map(function (n) { var out = visNode(n); out.title = tooltip(n); return out; }));
+    fillTechniques();
+    drawCounts();
+    drawLegend();
+    computeLevels();
+    network.redraw();
+    if (shown && shown.technique !== undefined) showTechnique(N[shown.technique]);
+    else if (shown && shown.paper !== undefined) showPaper(shown.paper);
+  };
+
   // Side panel -------------------------------------------------------------------------------
   var panel = document.getElementById("kg-panel");
   function techLink(id) {
@@ -318,11 +394,7 @@
     a.addEventListener("click", function () { api.choosePaper(i); });
     return a;
   }
-  function outLink(p) {
-    if (!p.u || !/^https?:\/\//.test(p.u)) return null;
-    return el("a", {className: "kg-out", href: p.u, target: "_blank", rel: "noopener noreferrer",
-                    text: "link ↗"});
-  }
+  function outLink(p) { return kgPaperLinks([p.u].concat(p.l || [])); }
   function paperItem(row) {
     var p = P[row[0]];
     var meta = [p.v, p.y && (!p.v || p.v.indexOf(String(p.y)) < 0) ? String(p.y) : null]
@@ -333,39 +405,62 @@
       el("blockquote", {text: p.s ? p.s[row[1]] : ""}),
       row[2] === null ? null : el("span", {className: "kg-conf", text: "confidence " + row[2]})]);
   }
+  function rowsInYears(rows) {
+    return yearRange ? rows.filter(function (row) { return inYears(P[row[0]]); }) : rows;
+  }
+  // "Combined with" within the year range: counted as kg.viz.map._panel counts it, over the
+  // papers that use it, without it and its narrower techniques (n.narrow).
+  function combinedWith(n, rows) {
+    if (!yearRange) return n.with;
+    var counts = {};
+    rows.forEach(function (row) {
+      P[row[0]].k.forEach(function (j) {
+        if (!N[j].layer && n.narrow.indexOf(j) < 0) counts[j] = (counts[j] || 0) + 1;
+      });
+    });
+    return Object.keys(counts).map(Number)
+      .sort(function (a, b) { return counts[b] - counts[a] || a - b; }).slice(0, 8)
+      .map(function (j) { return [j, counts[j]]; });
+  }
   function showTechnique(n) {
+    shown = {technique: n.id};
     clear(panel);
     panel.appendChild(el("h2", {text: n.name}));
-    var nUses = n.usesTotal || n.uses.length, nMentions = n.mentionsTotal || n.mentions.length;
+    var useRows = rowsInYears(n.uses), mentionRows = rowsInYears(n.mentions);
+    var nUses = yearRange ? countOf(n) : n.usesTotal || n.uses.length;
+    var nMentions = yearRange ? mentionRows.length : n.mentionsTotal || n.mentions.length;
     panel.appendChild(el("p", {className: "kg-meta", text: n.type + " · used by " +
-      plural(nUses, "paper") + (nMentions ? ", mentioned only by " +
-      nMentions : "") + (n.c !== undefined ? " · cluster: " + data.clusters[n.c].label : "")}));
+      plural(nUses, "paper") + (yearRange ? " in " + yearLabel() : "") +
+      (nMentions ? ", mentioned only by " + nMentions : "") +
+      (n.c !== undefined ? " · cluster: " + data.clusters[n.c].label : "")}));
     if (n.aliases) panel.appendChild(el("p", {className: "kg-meta", text: "Also: " + n.aliases.join(", ")}));
-    if (n.with.length) {
+    var withRows = combinedWith(n, useRows);
+    if (withRows.length) {
       panel.appendChild(el("h3", {text: "Most often combined with"}));
       var w = el("ul", {id: "kg-with"});
-      n.with.forEach(function (pair) {
+      withRows.forEach(function (pair) {
         w.appendChild(el("li", {}, [techLink(pair[0]), " — " + plural(pair[1], "paper")]));
       });
       panel.appendChild(w);
     }
     panel.appendChild(el("h3", {text: "Papers that use it (" + nUses + ")"}));
     var uses = el("ul", {id: "kg-uses"});
-    n.uses.forEach(function (row) { uses.appendChild(paperItem(row)); });
+    useRows.forEach(function (row) { uses.appendChild(paperItem(row)); });
     panel.appendChild(uses);
-    if (nUses > n.uses.length) {
-      panel.appendChild(el("p", {className: "kg-hint", text: "the " + n.uses.length +
+    if (nUses > useRows.length) {
+      panel.appendChild(el("p", {className: "kg-hint", text: "the " + useRows.length +
         " surest of " + nUses + " listed; all: kg shared \"" + n.name + "\" --graph DIR"}));
     }
-    if (n.mentions.length) {
+    if (mentionRows.length) {
       panel.appendChild(el("h3", {text: "Papers that only mention it — negated, contrasted " +
-                                        "or prior work (" + n.mentions.length + ")"}));
+                                        "or prior work (" + mentionRows.length + ")"}));
       var ment = el("ul", {id: "kg-mentions"});
-      n.mentions.forEach(function (row) { ment.appendChild(paperItem(row)); });
+      mentionRows.forEach(function (row) { ment.appendChild(paperItem(row)); });
       panel.appendChild(ment);
     }
   }
   function showPaper(i) {
+    shown = {paper: i};
     var p = P[i];
     clear(panel);
     panel.appendChild(el("h2", {text: p.t}));
@@ -440,6 +535,7 @@
     computeLevels();
     network.redraw();
     clear(panel);
+    shown = null;
     panel.appendChild(el("p", {className: "kg-hint",
       text: "Click a technique, or choose one in the menu, to list the papers that use it."}));
   };
@@ -464,14 +560,16 @@
       var names = [n.name].concat(n.aliases || []).map(function (s) { return s.toLowerCase(); });
       var exact = names.indexOf(q) >= 0;
       if (exact || names.some(function (s) { return s.indexOf(q) >= 0; })) {
-        out.push({kind: "technique", id: n.id, text: n.name, rank: exact ? 0 : 1, n: n.n});
+        out.push({kind: "technique", id: n.id, text: n.name, rank: exact ? 0 : 1, n: countOf(n)});
       }
     });
     out.sort(function (a, b) { return a.rank - b.rank || b.n - a.n; });
     out = out.slice(0, 10);
     var papers = 0;
     for (var i = 0; i < P.length && papers < 15; i++) {
-      if (P[i].t.toLowerCase().indexOf(q) >= 0 || P[i].id.toLowerCase() === q) {
+      var forum = /[?&]id=([^&#\s]+)/.exec(P[i].id);  // an OpenReview URL's forum id
+      if (P[i].t.toLowerCase().indexOf(q) >= 0 || P[i].id.toLowerCase() === q ||
+          (forum && forum[1].toLowerCase() === q)) {
         out.push({kind: "paper", id: i, text: P[i].t});
         papers++;
       }
@@ -507,6 +605,7 @@
     network.moveTo({scale: network.getScale() * 0.9, animation: false});
     s0 = network.getScale();
   }
+  drawCounts();
   drawLegend();
   fillOnly();
   fitAll();

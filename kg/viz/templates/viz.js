@@ -478,7 +478,8 @@
       if (p.authors.length) {
         panel.appendChild(el("p", {className: "kg-meta", text: p.authors.join(", ")}));
       }
-      if (p.url) panel.appendChild(el("p", {className: "kg-meta", text: p.url}));
+      var out = kgPaperLinks([p.url].concat(p.links || []));
+      if (out) panel.appendChild(el("p", {className: "kg-meta"}, [out]));
       panel.appendChild(el("h3", {text: "Entities and evidence"}));
       var list = el("ul");
       links.forEach(function (e) {
