@@ -88,7 +88,7 @@ class Paper:
     source: str = ""  # "file:line" — where the record came from, for messages
     # Appended after ``source`` so positional tuples of older caches still construct a Paper.
     date: str | None = None  # ISO date ("2024-05-01", or "2024-05"), finer than ``year``
-    categories: tuple[str, ...] = ()  # subject categories or topics (arXiv "cs.LG", OpenAlex topics)
+    categories: tuple[str, ...] = ()  # subjects or topics (arXiv "cs.LG", OpenAlex topics)
     links: tuple[str, ...] = ()  # other URLs of the same paper (https://arxiv.org/abs/…, doi.org)
 
     @property
