@@ -228,13 +228,13 @@ def vet(text: str, *, allow_service: Iterable[str] = (), update: bool = False,
         prefixes: dict[str, str] | None = None) -> None:
     """Refuse ``text`` if running it would make kg fetch a URL from a host not allowed.
 
-    A query nested too deep for the engine is refused first (``check_nesting``, a
-    QueryError). ``SERVICE <iri>`` and (in an update) ``LOAD <iri>`` send an HTTP request
-    from this machine, so a query could reach hosts only this machine can reach. Allowed: a
-    ``SERVICE`` whose absolute http(s) IRI names a host (or host:port) in ``allow_service``,
-    and a ``LOAD`` from a ``file:`` IRI or such a host. ``SERVICE ?var`` is always refused. pyoxigraph reads
-    keywords without a word boundary (``SERVICEex:x{`` is a SERVICE to ``ex:x``), so any word
-    that starts with the keyword counts. Raises :class:`RefusedQueryError`.
+    A query nested too deep for the engine is refused first (``check_nesting``, a QueryError).
+    ``SERVICE <iri>`` and (in an update) ``LOAD <iri>`` send an HTTP request from this machine,
+    so a query could reach hosts only this machine can reach. Allowed: a ``SERVICE`` whose
+    absolute http(s) IRI names a host (or host:port) in ``allow_service``, and a ``LOAD`` from a
+    ``file:`` IRI or such a host. ``SERVICE ?var`` is always refused. pyoxigraph reads keywords
+    without a word boundary (``SERVICEex:x{`` is a SERVICE to ``ex:x``), so any word that starts
+    with the keyword counts. Raises :class:`RefusedQueryError`.
 
     >>> vet('SELECT ?service { ?service ex:service "SERVICE <http://x/>" } # SERVICE')
     >>> vet("SELECT * { SERVICE <http://h:8000/q> { ?s ?p ?o } }", allow_service=["h"])
