@@ -33,7 +33,7 @@ import pyoxigraph as ox
 from kg.data import data_dir
 from kg.errors import InputError, NotAcceptableError, QueryError, RefusedQueryError
 from kg.exports import graph_file
-from kg.project import is_project, open_project
+from kg.project import is_project, open_generation, open_project
 from kg.rdf import PREFIXES
 
 # name -> (media type sent, pyoxigraph format attribute name, kind) ; kind: "results" | "graph"
@@ -457,12 +457,14 @@ def _first(results: Any, limit: int) -> tuple[list, bool]:
     return items[:limit], len(items) > limit
 
 
-def load_store(path: str | Path) -> Any:
+def load_store(path: str | Path, generation: str | None = None) -> Any:
     """A pyoxigraph Store of the graph at ``path``: a project's on-disk store (read-only,
-    opened in milliseconds), or a graph file loaded into memory."""
+    opened in milliseconds: the current generation's, or ``generation``'s), or a graph file
+    loaded into memory."""
     if Path(path).is_dir():
         if is_project(path):
-            return open_project(path).store()
+            return (open_project(path) if generation is None
+                    else open_generation(path, generation)).store()
         open_project(path)  # raises, saying how to upgrade an older export directory
     file = graph_file(path)
     suffix = file.suffix.lower().lstrip(".")

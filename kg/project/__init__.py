@@ -332,12 +332,34 @@ def open_project(directory: str | Path, check: bool = True) -> Project:
         raise ProjectError(f"{root}: no complete build yet (the first build was interrupted "
                            f"or is running); run `kg build INPUT... -o {root}`")
     project = Project(root, meta / gen_name(current.generation), current)
-    if check:
-        problems = damage(project)
-        if problems:
-            raise ProjectError(f"{project.generation}: changed outside kg since it was built "
-                               f"({describe(problems)}); `kg build` with the same inputs "
-                               f"repairs it (`kg build INPUT... -o {root}`)")
+    return checked(project) if check else project
+
+
+def open_generation(directory: str | Path, name: str) -> Project:
+    """Generation ``name`` of the project at ``directory``, current or not, checked as
+    ``open_project`` checks the current one: ``kg serve`` pins the generation it serves, so
+    a worker it starts later opens that one, not whatever CURRENT names by then."""
+    root = Path(directory)
+    gen = root / META / name
+    foreign = _foreign(root, gen) if _GEN_NAME.match(name) else "not a generation's name"
+    if foreign:
+        raise ProjectError(f"{gen}: {foreign}")
+    try:
+        manifest = Manifest.from_dict(json.loads((gen / "manifest.json").read_text("utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{gen}: gone or damaged ({exc}); the project has moved on: "
+                           "open it again") from exc
+    return checked(Project(root, gen, manifest))
+
+
+def checked(project: Project) -> Project:
+    """``project`` if nothing in its generation differs from what was recorded (``damage``),
+    else ProjectError naming what does and how to repair it."""
+    problems = damage(project)
+    if problems:
+        raise ProjectError(f"{project.generation}: changed outside kg since it was built "
+                           f"({describe(problems)}); `kg build` with the same inputs "
+                           f"repairs it (`kg build INPUT... -o {project.root}`)")
     return project
 
 
