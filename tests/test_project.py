@@ -659,3 +659,16 @@ def test_add_after_the_cache_was_truncated_re_extracts_from_the_current_generati
     assert any("re-extracted 12 paper(s)" in n for n in outcome.notices), outcome.notices
     assert (out / ".kg" / "cache.sqlite.damaged").is_file()
     assert exports(out) == fresh(papers, tmp_path, formats=["jsonl"])
+
+
+def test_above_the_size_for_every_format_a_build_still_writes_the_technique_map(
+        tmp_path, monkeypatch):
+    import kg.viz
+
+    monkeypatch.setattr(builder, "AUTO_ALL_PAPERS", 5)  # (a conference: 2,000 and 300)
+    monkeypatch.setattr(kg.viz, "MAP_MIN_PAPERS", 5)
+    out = tmp_path / "p"
+    outcome = project.build(out, seed_papers())
+    assert outcome.written == ("extraction.jsonl", "graph.html")
+    page = (out / "graph.html").read_text(encoding="utf-8")
+    assert '"facets"' in page and '"clusters"' in page  # the map's payload, not the graph's

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kg.errors import BusyError, InputError, ProjectError
-from kg.exports import FORMATS, KNOWN_FILES, RECORD, TMP_PREFIX, remove_stale
+from kg.exports import FORMATS, KNOWN_FILES, RECORD, TMP_PREFIX, read_record, remove_stale
 from kg.fs import (
     check_writable,
     fsync_dir,
@@ -394,7 +394,7 @@ def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: 
         shutil.rmtree(gen, ignore_errors=True)
         raise
     commit(meta, gen.name)
-    publish(root, gen, manifest.written)
+    publish(root, gen, manifest.written, previous_gen)
     return manifest, resolved, summary
 
 
@@ -475,15 +475,19 @@ def asked_formats(formats: Sequence[str] | None, before: tuple[str, ...]) -> tup
 def choose(asked: Sequence[str], n_papers: int) -> tuple[str, ...]:
     """The export files a build writes for ``asked`` formats and a corpus of ``n_papers``.
 
+    Above ``AUTO_ALL_PAPERS``, "auto" writes extraction.jsonl and graph.html, which is then
+    the technique map (``kg.viz``'s view above its own threshold): every build ends with a
+    picture.
+
     >>> choose(["auto", "-html"], 19)[:3], choose(["auto"], 5000)
-    (('edges.csv', 'extraction.jsonl', 'graph.graphml'), ('extraction.jsonl',))
+    (('edges.csv', 'extraction.jsonl', 'graph.graphml'), ('extraction.jsonl', 'graph.html'))
     """
     names: list[str] = []
     for fmt in (f for f in asked if not f.startswith("-")):
         if fmt == "all" or (fmt == "auto" and n_papers <= AUTO_ALL_PAPERS):
             names.extend(f for files in PROJECT_FORMATS.values() for f in files)
         elif fmt == "auto":
-            names.extend(PROJECT_FORMATS["jsonl"])
+            names.extend([*PROJECT_FORMATS["jsonl"], *PROJECT_FORMATS["html"]])
         elif fmt in PROJECT_FORMATS:
             names.extend(PROJECT_FORMATS[fmt])
         else:
@@ -650,15 +654,36 @@ def commit(meta: Path, name: str) -> None:
     fsync_dir(meta)
 
 
-def publish(root: Path, gen: Path, names: Sequence[str]) -> None:
-    """Hard-link the generation's exports into DIR (build.json last) and drop stale ones."""
+def publish(root: Path, gen: Path, names: Sequence[str], previous: Path | None = None) -> None:
+    """Hard-link the generation's exports into DIR (build.json last) and drop stale ones:
+    only the files the ``previous`` generation published, and only while unchanged (still
+    its file, of the size its build.json records). A graph.html the user wrote with
+    `kg viz -o DIR/graph.html`, say, is not kg's to delete."""
+    ours = published_files(root, previous)
     (root / RECORD).unlink(missing_ok=True)
     for name in [*names, RECORD]:
         tmp = root / f"{TMP_PREFIX}{name}"
         tmp.unlink(missing_ok=True)
         link_or_copy(gen / name, tmp)
         os.replace(tmp, root / name)
-    remove_stale(root, {*names, RECORD}, ())
+    remove_stale(root, {*names, RECORD}, (), ours=ours)
+
+
+def published_files(root: Path, gen: Path | None) -> set[str]:
+    """The export files in DIR that generation ``gen`` published and nobody changed since."""
+    if gen is None:
+        return set()
+    try:
+        files = read_record(gen).files
+    except InputError:
+        return set()
+    ours = set()
+    for name, meta in files.items():
+        with contextlib.suppress(OSError):
+            if (os.path.samefile(root / name, gen / name)
+                    and (root / name).stat().st_size == meta.get("bytes")):
+                ours.add(name)
+    return ours
 
 
 def published(root: Path, manifest: Manifest) -> bool:
