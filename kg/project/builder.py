@@ -66,7 +66,7 @@ from kg.project import (
     survey,
 )
 from kg.project.beside import store_worker
-from kg.project.cache import Cache, Resolved, cached_vocabulary
+from kg.project.cache import Cache, Resolved, cached_vocabulary, open_cache
 from kg.project.generation import Job, Previous, write_generation
 from kg.project.store import store_without
 from kg.resolve import prepare
@@ -222,7 +222,7 @@ def _update_locked(root: Path, target_of: Callable, run: _Options) -> Outcome:
         current = read_current(root)
         damaged = _damage(root, current)
         pipeline = pipeline_version(run.trained_model)
-        with _cache(meta) as (cache, moved):
+        with open_cache(meta) as (cache, moved):
             target = _target(root, cache, current, target_of, pipeline, run.formats)
             if (current is not None and current.pipeline == pipeline and not damaged
                     and current.papers == target.keys and current.written == target.chosen
@@ -263,38 +263,6 @@ def _repair_notice(current: Manifest | None, damaged: Sequence[str], moved: Sequ
         out.append(f"repaired: re-extracted {recovered:,} paper(s) whose cached extraction was "
                    f"lost, from {where}'s {JSONL}")
     return tuple(out)
-
-
-@contextlib.contextmanager
-def _cache(meta: Path) -> Iterator[tuple[Cache, tuple[str, ...]]]:
-    """The project's cache; one that is damaged (truncated: shorter than the size its header
-    gives) is moved aside to cache.sqlite.damaged and started afresh (what it lacks is then
-    re-extracted, from the current extraction.jsonl where the inputs are not given)."""
-    path = meta / "cache.sqlite"
-    moved: tuple[str, ...] = ()
-    if _truncated(path):
-        os.replace(path, path.with_name("cache.sqlite.damaged"))
-        moved = ("cache.sqlite: truncated (moved aside to cache.sqlite.damaged)",)
-    with Cache(path) as cache:
-        yield cache, moved
-
-
-def _truncated(path: Path) -> bool:
-    """True when the SQLite file at ``path`` is shorter than its header says (a cheap check:
-    100 bytes read; a file without a valid header counts as truncated)."""
-    try:
-        with path.open("rb") as fh:
-            header = fh.read(100)
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return False
-    if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
-        return size > 0
-    page = int.from_bytes(header[16:18], "big")
-    page = 65536 if page == 1 else page
-    pages = int.from_bytes(header[28:32], "big")
-    valid = header[24:28] == header[92:96]  # else the page count is not maintained
-    return valid and size < page * pages
 
 
 def _target(root: Path, cache: Cache, current: Manifest | None, target_of: Callable,
