@@ -281,3 +281,25 @@ def test_a_full_disk_is_a_message_and_leaves_no_partial_files(tiny_disk):
     # No temp file, no partial graph, no record, no generation: at most the extraction cache.
     assert [p.name for p in out.iterdir()] in ([], [".kg"])
     assert not (out / ".kg" / "CURRENT").exists() and not list(out.rglob(".kg-tmp-*"))
+
+
+def test_no_command_writes_through_a_link_to_a_recorded_file(tmp_path):
+    out, keep = tmp_path / "p", tmp_path / "keep"
+    keep.mkdir()
+    assert kg("build", SEED, "-o", out, "--formats", "all").returncode == 0
+    names = sorted(p.name for p in out.iterdir() if p.is_file())
+    for name in names:  # a user's second name for each file (a backup, a server's copy)
+        os.link(out / name, keep / name)
+    before = {name: (keep / name).read_bytes() for name in names}
+    os.link(tmp_path / "keep" / "graph.nt", tmp_path / "lock-target")
+    (out / ".kg" / "lock").unlink()
+    os.link(tmp_path / "lock-target", out / ".kg" / "lock")
+    proc = kg("remove", out, "p-2b89004d8d01")
+    assert proc.returncode == 2 and "hard link" in proc.stderr, proc.stderr
+    (out / ".kg" / "lock").unlink()
+    for args in (("remove", out, "p-2b89004d8d01"), ("add", out, SEED),
+                 ("viz", out, "-o", out / "graph.html"),
+                 ("export", out, "--format", "cypher", "-o", out)):
+        proc = kg(*args)
+        assert proc.returncode == 0, (args, proc.stderr)
+    assert {name: (keep / name).read_bytes() for name in names} == before

@@ -497,6 +497,9 @@ def locked(root: Path) -> Iterator[None]:
                            "writable (or remove it if it is not a file) and run the command "
                            "again") from exc
     try:
+        if os.fstat(fd).st_nlink > 1:  # its pid is written into it: never through a link
+            raise ProjectError(f"{meta / 'lock'}: a hard link to another file; remove it (kg "
+                               "makes a new one) and run the command again")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
