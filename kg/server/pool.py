@@ -313,11 +313,11 @@ class QueryPool:
                 continue
             try:
                 served = Served.of(self.graph)
-            except KgError as exc:
+            except (KgError, OSError) as exc:  # (OSError: pruned meanwhile; the next is read)
                 refused, self.notice = name, f"not serving {name}: {exc}"
                 continue
             refused = None
-            with contextlib.suppress(ServiceError):  # (tried again at the next poll)
+            with contextlib.suppress(KgError, OSError):  # (tried again at the next poll)
                 self._switch(served)
 
     def _switch(self, served: Served) -> None:
