@@ -207,10 +207,16 @@ def _input_record(source: str | Path) -> dict[str, object]:
     return {"path": str(source), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
 
-def remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str]) -> None:
+def remove_stale(out_dir: Path, keep: set[str], previous: Sequence[str],
+                 ours: Collection[str] | None = None) -> None:
+    """Remove what an earlier run left in ``out_dir`` that this one did not write (``keep``):
+    of the export files, only those in ``ours`` (recorded by kg's last build there, and
+    unchanged since: ``recorded_unchanged``; every known name when None); the neo4j-admin
+    tables (``kg export`` names them, in a folder of its own); temporary files."""
     for name in {*KNOWN_FILES, *previous} - keep:
         target = out_dir / name
-        if "/" not in name and (target.is_file() or target.is_symlink()):
+        if "/" not in name and (target.is_file() or target.is_symlink()) and (
+                ours is None or name in ours):
             target.unlink()
     admin = out_dir / ADMIN_DIR
     if admin.is_dir() and not admin.is_symlink():
@@ -234,6 +240,23 @@ def _previous_files(out_dir: Path) -> list[str]:
         return list(json.loads((out_dir / RECORD).read_text(encoding="utf-8"))["files"])
     except (OSError, ValueError, KeyError, TypeError):
         return []
+
+
+def recorded_unchanged(out_dir: Path) -> set[str]:
+    """The files ``out_dir``'s build.json records that still have the size and sha256 it
+    records (hashed only when the size matches): the files kg may replace or remove there."""
+    try:
+        files = read_record(out_dir).files
+    except InputError:
+        return set()
+    ours = set()
+    for name, meta in files.items():
+        path = out_dir / name
+        with contextlib.suppress(OSError):
+            if path.stat().st_size == meta.get("bytes") and sha256_file(path) == meta.get(
+                    "sha256"):
+                ours.add(name)
+    return ours
 
 
 def write_exports(
@@ -273,6 +296,7 @@ def write_exports(
     if not html:
         wanted.discard("graph.html")
     previous = _previous_files(out_dir)
+    ours = recorded_unchanged(out_dir)
     # No record while files change: a reader refuses the directory rather than mix generations.
     (out_dir / RECORD).unlink(missing_ok=True)
 
@@ -296,7 +320,7 @@ def write_exports(
         path = out_dir / name
         written[name] = {"bytes": path.stat().st_size,
                          "sha256": (digests or {}).get(name) or sha256_file(path)}
-    remove_stale(out_dir, set(written) | {RECORD}, previous)
+    remove_stale(out_dir, set(written) | {RECORD}, previous, ours=ours)
     record = BuildRecord(
         version=__version__,
         counts={**(counts if counts is not None else {

@@ -33,7 +33,7 @@ import pyoxigraph as ox
 from kg.data import data_dir
 from kg.errors import InputError, NotAcceptableError, QueryError, RefusedQueryError
 from kg.exports import graph_file
-from kg.project import is_project, open_project
+from kg.project import is_project, open_generation, open_project
 from kg.rdf import PREFIXES
 
 # name -> (media type sent, pyoxigraph format attribute name, kind) ; kind: "results" | "graph"
@@ -189,16 +189,52 @@ def split_host(entry: str) -> tuple[str, int | None]:
     return url.hostname, port
 
 
+# Deeper than this, a query is refused before pyoxigraph parses it: its parser recurses once
+# a level and overflows the stack (a segmentation fault, not an error) at about 5,000 nested
+# parentheses, 3,000 nested group patterns or 10,000 chained "!"; real queries nest a dozen.
+MAX_NESTING = 200
+
+
+def check_nesting(text: str) -> None:
+    """QueryError (exit 5, HTTP 400) when brackets nest, or unary operators chain, deeper
+    than ``MAX_NESTING``: such a query would crash the query engine, not just fail.
+
+    >>> check_nesting("SELECT * { ?s ?p ?o FILTER((1)) }")
+    >>> check_nesting("ASK {" + "OPTIONAL {" * 300 + "}" * 301)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    kg.errors.QueryError: query refused: it nests 301 levels deep ...
+    """
+    if sum(text.count(c) for c in "({[!+-") <= MAX_NESTING:
+        return  # (too few brackets and operators to nest that deep: no need to lex)
+    depth = deepest = run = 0
+    for kind, tok in tokens(text):
+        if kind != "punct":
+            run = 0
+            continue
+        if tok in "({[":
+            depth += 1
+        elif tok in ")}]":
+            depth -= 1
+        run = run + 1 if tok in "!+-" else 0
+        deepest = max(deepest, depth + run)
+    if deepest > MAX_NESTING:
+        raise QueryError(f"query refused: it nests {deepest} levels deep (brackets and "
+                         f"chained operators), more than the {MAX_NESTING} the query engine "
+                         "is kept to (deeper crashes it); flatten it")
+
+
 def vet(text: str, *, allow_service: Iterable[str] = (), update: bool = False,
         prefixes: dict[str, str] | None = None) -> None:
     """Refuse ``text`` if running it would make kg fetch a URL from a host not allowed.
 
+    A query nested too deep for the engine is refused first (``check_nesting``, a QueryError).
     ``SERVICE <iri>`` and (in an update) ``LOAD <iri>`` send an HTTP request from this machine,
     so a query could reach hosts only this machine can reach. Allowed: a ``SERVICE`` whose
-    absolute http(s) IRI names a host (or host:port) in ``allow_service``, and a ``LOAD`` from
-    a ``file:`` IRI or such a host. ``SERVICE ?var`` is always refused. pyoxigraph reads
-    keywords without a word boundary (``SERVICEex:x{`` is a SERVICE to ``ex:x``), so any word
-    that starts with the keyword counts. Raises :class:`RefusedQueryError`.
+    absolute http(s) IRI names a host (or host:port) in ``allow_service``, and a ``LOAD`` from a
+    ``file:`` IRI or such a host. ``SERVICE ?var`` is always refused. pyoxigraph reads keywords
+    without a word boundary (``SERVICEex:x{`` is a SERVICE to ``ex:x``), so any word that starts
+    with the keyword counts. Raises :class:`RefusedQueryError`.
 
     >>> vet('SELECT ?service { ?service ex:service "SERVICE <http://x/>" } # SERVICE')
     >>> vet("SELECT * { SERVICE <http://h:8000/q> { ?s ?p ?o } }", allow_service=["h"])
@@ -208,6 +244,7 @@ def vet(text: str, *, allow_service: Iterable[str] = (), update: bool = False,
     ...
     kg.errors.RefusedQueryError: SERVICE ?where refused: ...
     """
+    check_nesting(text)
     lowered = text.lower()
     if "service" not in lowered and not (update and "load" in lowered):
         return  # the keyword is spelled out in ASCII or pyoxigraph does not read it
@@ -420,12 +457,14 @@ def _first(results: Any, limit: int) -> tuple[list, bool]:
     return items[:limit], len(items) > limit
 
 
-def load_store(path: str | Path) -> Any:
+def load_store(path: str | Path, generation: str | None = None) -> Any:
     """A pyoxigraph Store of the graph at ``path``: a project's on-disk store (read-only,
-    opened in milliseconds), or a graph file loaded into memory."""
+    opened in milliseconds: the current generation's, or ``generation``'s), or a graph file
+    loaded into memory."""
     if Path(path).is_dir():
         if is_project(path):
-            return open_project(path).store()
+            return (open_project(path) if generation is None
+                    else open_generation(path, generation)).store()
         open_project(path)  # raises, saying how to upgrade an older export directory
     file = graph_file(path)
     suffix = file.suffix.lower().lstrip(".")

@@ -123,18 +123,37 @@ def test_an_empty_graph_file_is_never_served_as_an_empty_graph(tmp_path):
     assert result.exit_code == 2 and "empty (0 bytes)" in result.output
 
 
-def test_a_rebuild_removes_the_files_of_an_earlier_build(built, tmp_path):
-    out = copy(built, tmp_path)
-    for name in ("graph.html", "graph.cypher", ".kg-tmp-graph.nt.abc"):
-        (out / name).write_text("old", encoding="utf-8")
+def test_a_rebuild_removes_only_the_files_kg_recorded_and_nobody_changed(tmp_path):
+    out = tmp_path / "exports"
+    assert kg("build", SEED, "-o", out, "--formats", "jsonl,html,csv").returncode == 0
+    with (out / "edges.csv").open("a", encoding="utf-8") as fh:  # recorded, changed in place
+        fh.write("mine\n")
+    (out / "nodes.csv").unlink()
+    (out / "nodes.csv").write_text("mine", encoding="utf-8")  # recorded, replaced
+    for name in ("graph.cypher", "graph.nt"):  # names kg writes, not recorded here
+        (out / name).write_text("mine", encoding="utf-8")
+    (out / ".kg-tmp-graph.nt.abc").write_text("old", encoding="utf-8")
     (out / "neo4j-admin").mkdir()
     (out / "neo4j-admin" / "papers.csv").write_text("old", encoding="utf-8")
     (out / "notes.txt").write_text("mine", encoding="utf-8")
-    proc = kg("build", SEED, "-o", out, "--no-html")
+    proc = kg("build", SEED, "-o", out, "--formats", "jsonl")
     assert proc.returncode == 0, proc.stderr
+    # graph.html was kg's and unchanged: gone; every file someone else wrote or changed stays.
     assert sorted(p.name for p in out.iterdir()) == [
-        ".kg", RECORD, "edges.csv", "extraction.jsonl", "graph.graphml", "graph.jsonld", "graph.nt",
-        "graph.ttl", "nodes.csv", "notes.txt"]
+        ".kg", RECORD, "edges.csv", "extraction.jsonl", "graph.cypher", "graph.nt",
+        "nodes.csv", "notes.txt"]
+    assert (out / "edges.csv").read_text(encoding="utf-8").endswith("mine\n")
+    assert (out / "nodes.csv").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_graph_html_the_user_wrote_into_a_project_survives_the_next_remove(tmp_path):
+    out = tmp_path / "p"
+    assert kg("build", SEED, "-o", out, "--formats", "jsonl").returncode == 0
+    assert kg("viz", out, "-o", out / "graph.html").returncode == 0
+    before = (out / "graph.html").read_bytes()
+    proc = kg("remove", out, "p-2b89004d8d01")
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "graph.html").read_bytes() == before
 
 
 def test_writes_replace_a_symlink_in_the_output_directory_instead_of_following_it(tmp_path):
@@ -262,3 +281,25 @@ def test_a_full_disk_is_a_message_and_leaves_no_partial_files(tiny_disk):
     # No temp file, no partial graph, no record, no generation: at most the extraction cache.
     assert [p.name for p in out.iterdir()] in ([], [".kg"])
     assert not (out / ".kg" / "CURRENT").exists() and not list(out.rglob(".kg-tmp-*"))
+
+
+def test_no_command_writes_through_a_link_to_a_recorded_file(tmp_path):
+    out, keep = tmp_path / "p", tmp_path / "keep"
+    keep.mkdir()
+    assert kg("build", SEED, "-o", out, "--formats", "all").returncode == 0
+    names = sorted(p.name for p in out.iterdir() if p.is_file())
+    for name in names:  # a user's second name for each file (a backup, a server's copy)
+        os.link(out / name, keep / name)
+    before = {name: (keep / name).read_bytes() for name in names}
+    os.link(tmp_path / "keep" / "graph.nt", tmp_path / "lock-target")
+    (out / ".kg" / "lock").unlink()
+    os.link(tmp_path / "lock-target", out / ".kg" / "lock")
+    proc = kg("remove", out, "p-2b89004d8d01")
+    assert proc.returncode == 2 and "hard link" in proc.stderr, proc.stderr
+    (out / ".kg" / "lock").unlink()
+    for args in (("remove", out, "p-2b89004d8d01"), ("add", out, SEED),
+                 ("viz", out, "-o", out / "graph.html"),
+                 ("export", out, "--format", "cypher", "-o", out)):
+        proc = kg(*args)
+        assert proc.returncode == 0, (args, proc.stderr)
+    assert {name: (keep / name).read_bytes() for name in names} == before

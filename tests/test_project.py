@@ -565,3 +565,110 @@ def test_a_project_gives_papers_results_lines_and_batches_as_its_exports_hold_th
     project.build(out, papers, formats=["nt"])
     with pytest.raises(project.ProjectError, match=r"did not write extraction\.jsonl"):
         project.open_project(out).lines(some)
+
+
+# ------------------------------------------------------------------ damage: found and repaired
+
+COUNT = "SELECT (COUNT(*) AS ?n) WHERE { ?p a kg:Paper }"
+
+
+def damage_cases():
+    def store_deleted(out: Path) -> str:
+        import shutil
+
+        shutil.rmtree(project.open_project(out).generation / "store")
+        return "store/"
+
+    def index_truncated(out: Path) -> str:
+        index = project.open_project(out).generation / "index.sqlite"
+        os.truncate(index, index.stat().st_size // 2)
+        return "index.sqlite"
+
+    def export_edited_in_place(out: Path) -> str:
+        with (out / "extraction.jsonl").open("a", encoding="utf-8") as fh:  # via the link
+            fh.write("\n")
+        return "extraction.jsonl"
+
+    return [store_deleted, index_truncated, export_edited_in_place]
+
+
+@pytest.mark.parametrize("spoil", damage_cases(), ids=lambda f: f.__name__)
+def test_a_damaged_generation_is_named_by_every_reader_and_repaired_by_the_same_build(
+        tmp_path, spoil):
+    out = tmp_path / "p"
+    invoke("build", SEED, "-o", out, "--formats", "jsonl")
+    before = (out / "extraction.jsonl").read_bytes()
+    what = spoil(out)
+    for args in (("sparql", COUNT, "--graph", out), ("validate", out),
+                 ("shared", "caching", "--graph", out), ("related", "p-2b89004d8d01",
+                                                         "--graph", out)):
+        result = invoke(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "changed outside kg" in result.output and what in result.output, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    result = invoke("build", SEED, "-o", out, "--formats", "jsonl")
+    assert result.exit_code == 0 and "repaired" in result.output and what in result.output
+    assert (out / "extraction.jsonl").read_bytes() == before
+    result = invoke("sparql", COUNT, "--graph", out, "--format", "csv")
+    assert result.exit_code == 0 and result.output.split() == ["n", "19"], result.output
+    assert "up to date" in invoke("build", SEED, "-o", out, "--formats", "jsonl").output
+
+
+def test_current_naming_another_projects_generation_is_refused(tmp_path):
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    for out in (mine, other):
+        project.build(out, seed_papers()[:5 if out == mine else 8], formats=["jsonl"])
+    foreign = project.open_project(other).generation
+    for how in ("copied", "linked", "path"):
+        import shutil
+
+        name = "gen-000009"
+        shutil.rmtree(mine / ".kg" / name, ignore_errors=True)
+        (mine / ".kg" / name).unlink(missing_ok=True)
+        if how == "copied":
+            shutil.copytree(foreign, mine / ".kg" / name)
+        elif how == "linked":
+            (mine / ".kg" / name).symlink_to(foreign)
+        else:
+            name = os.path.relpath(foreign, mine / ".kg")
+        (mine / ".kg" / "CURRENT").write_text(name + "\n", encoding="utf-8")
+        for args in (("shared", "caching", "--graph", mine), ("build", SEED, "-o", mine)):
+            result = invoke(*args)
+            assert result.exit_code == 2 and "not this project's state" in result.output, (
+                how, result.output)
+    assert project.open_project(other).manifest.counts["papers"] == 8
+
+
+def test_a_lock_kg_cannot_open_is_a_message_not_a_traceback(tmp_path):
+    out = tmp_path / "p"
+    project.build(out, seed_papers()[:3], formats=["jsonl"])
+    (out / ".kg" / "lock").unlink()
+    (out / ".kg" / "lock").mkdir()  # (root ignores permission bits: a directory fails for all)
+    result = invoke("build", SEED, "-o", out)
+    assert result.exit_code == 2 and ".kg/lock: cannot open it" in result.output, result.output
+
+
+def test_add_after_the_cache_was_truncated_re_extracts_from_the_current_generation(tmp_path):
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers[:12], formats=["jsonl"])
+    cache = out / ".kg" / "cache.sqlite"
+    os.truncate(cache, cache.stat().st_size // 2)
+    outcome = project.add(out, papers[12:])
+    assert outcome.extracted == len(papers), outcome
+    assert any("re-extracted 12 paper(s)" in n for n in outcome.notices), outcome.notices
+    assert (out / ".kg" / "cache.sqlite.damaged").is_file()
+    assert exports(out) == fresh(papers, tmp_path, formats=["jsonl"])
+
+
+def test_above_the_size_for_every_format_a_build_still_writes_the_technique_map(
+        tmp_path, monkeypatch):
+    import kg.viz
+
+    monkeypatch.setattr(builder, "AUTO_ALL_PAPERS", 5)  # (a conference: 2,000 and 300)
+    monkeypatch.setattr(kg.viz, "MAP_MIN_PAPERS", 5)
+    out = tmp_path / "p"
+    outcome = project.build(out, seed_papers())
+    assert outcome.written == ("extraction.jsonl", "graph.html")
+    page = (out / "graph.html").read_text(encoding="utf-8")
+    assert '"facets"' in page and '"clusters"' in page  # the map's payload, not the graph's

@@ -622,3 +622,86 @@ def test_stopping_the_server_kills_a_worker_busy_with_a_runaway_query(graph_dir)
     assert worker.process.poll() is None
     running.stop()
     assert worker.process.wait(10) is not None  # not left burning a core after the server
+
+
+# ------------------------------------------------------------------ a project, followed
+
+
+def answer(url: str, query: str) -> tuple[int, str | None, int | None]:
+    """(status, X-KG-Generation, papers counted) of ``query`` (a COUNT of papers)."""
+    status, headers, body = http(url + "?" + urllib.parse.urlencode({"query": query}),
+                                 headers={"Accept": "application/sparql-results+json"})
+    if status != 200:
+        return status, None, None
+    n = json.loads(body)["results"]["bindings"][0]["n"]["value"]
+    return status, headers.get("X-KG-Generation"), int(n)
+
+
+def test_serve_follows_the_project_and_never_mixes_generations(tmp_path):
+    from kg import project
+    from kg.pipeline import read_papers
+    from conftest import SEED
+
+    papers = list(read_papers([SEED])[0])
+    out = tmp_path / "p"
+    project.build(out, papers[:10], formats=["jsonl"])
+    running = start_server(ServerConfig(graph=out, port=0, timeout=TIMEOUT, workers=2))
+    try:
+        assert answer(running.url, PAPERS) == (200, "gen-000001", 10)
+        http(running.url + "?" + urllib.parse.urlencode({"query": SLOW}))  # a worker replaced
+        assert running.httpd.pool.wait_idle(timeout=60)
+        project.add(out, papers[10:])
+        seen = []
+        deadline = time.monotonic() + 30
+        while (not seen or seen[-1] != 19) and time.monotonic() < deadline:
+            seen.append(answer(running.url, f"{PAPERS} # {len(seen)}")[2])  # (not cached)
+        assert seen[-1] == 19, seen
+        http(running.url + "?" + urllib.parse.urlencode({"query": SLOW + " # again"}))
+        after = [answer(running.url, f"{PAPERS} # after {i}") for i in range(40)]
+        assert {a for a in after if a[0] == 200} == {(200, "gen-000002", 19)}, after
+        page = http(running.url.removesuffix("sparql"))[2].decode()
+        assert "gen-000002" in page and "built 20" in page
+    finally:
+        running.stop()
+
+
+def test_a_query_nested_past_what_the_engine_survives_is_refused_400(server):
+    deep_filter = "SELECT * WHERE { ?s ?p ?o FILTER(" + "(" * 5000 + "1" + ")" * 5000 + ") }"
+    deep_optional = ("SELECT * WHERE { ?s ?p ?o " + "OPTIONAL { ?s ?p ?o " * 3000 + "}" * 3000
+                     + " }")
+    for query in (deep_filter, deep_optional):
+        status, _, body = http(server.url, urllib.parse.urlencode({"query": query}).encode())
+        assert status == 400 and b"nests" in body, (status, body[:200])
+    assert server.httpd.pool.idle_workers == 2  # no worker died
+    assert count_papers(client(server)) > 0
+
+
+def test_kg_sparql_refuses_a_query_nested_too_deep_with_exit_5(graph_dir):
+    from click.testing import CliRunner
+
+    from kg.cli import cli
+
+    query = "ASK { " + "OPTIONAL { " * 3000 + "}" * 3000 + " }"
+    result = CliRunner().invoke(cli, ["sparql", query, "--graph", str(graph_dir / "graph.ttl")])
+    assert result.exit_code == 5 and "nests" in result.output, result.output
+
+
+def test_a_worker_that_crashes_is_reported_as_a_crash_not_a_timeout(graph_dir):
+    import os
+    import signal
+
+    running = start_server(ServerConfig(graph=graph_dir / "graph.ttl", port=0, timeout=60,
+                                        workers=1, cache_entries=0))
+    try:
+        pool = running.httpd.pool
+        (pid,) = pool.pids
+        with ThreadPoolExecutor(1) as ex:
+            reply = ex.submit(http, running.url + "?" + urllib.parse.urlencode({"query": SLOW}))
+            time.sleep(1.0)  # the worker is busy with it
+            os.kill(pid, signal.SIGSEGV)  # as a query crashing the engine does
+            status, _, body = reply.result(timeout=30)
+        assert status == 500 and b"crashed" in body and b"SIGSEGV" in body, (status, body)
+        assert b"timeout" not in body
+        assert pool.wait_idle(timeout=60) and count_papers(client(running)) > 0
+    finally:
+        running.stop()

@@ -265,11 +265,18 @@ def validate(graph, shapes, limit):
     raise KgError(f"{graph}: {len(violations)} SHACL violation(s)")
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a query longer than a file name can be: text, not a file
+        return False
+
+
 def _read_query(query: str) -> str:
     """QUERY as given: a file, else a saved query's name (sparql/NAME.rq), else SPARQL text."""
 
     path = Path(query)
-    if "\n" not in query and path.is_file():
+    if "\n" not in query and _is_file(path):
         return path.read_text(encoding="utf-8")
     if "\n" not in query and len(query) < 256:
         saved = saved_queries()

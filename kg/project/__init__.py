@@ -11,7 +11,8 @@
                         by content key (paper + pipeline)
         CURRENT         the committed generation's name, replaced atomically
         gen-000003/     one complete generation: manifest.json, store/ (pyoxigraph,
-                        RocksDB), index.sqlite (kg shared/related/techniques) and the exports
+                        RocksDB), index.sqlite (kg shared/related/techniques), the exports
+                        and integrity.json (the project it belongs to, every file's size)
 
 This module is the read side: ``open_project`` gives the committed generation (``Project``)
 and what it holds. Writing one is ``kg.project.builder`` (``build``, ``add`` and ``remove``,
@@ -56,6 +57,7 @@ import contextlib
 import hashlib
 import importlib
 import json
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -66,6 +68,7 @@ from kg import io
 from kg.data import span_model_path
 from kg.errors import KgError, ProjectError
 from kg.exports import check_export_dir
+from kg.fs import sha256_file
 from kg.model import Corpus, Paper, PaperResult
 
 META = ".kg"
@@ -75,6 +78,16 @@ JSONL = "extraction.jsonl"
 # Beside a generation's extraction.jsonl: the end offset of each line (8-byte unsigned ints,
 # native order), so a reader seeks to a paper's line instead of scanning the file.
 LINE_INDEX = "lines.idx"
+# Written into each generation as it is committed: the id of the project it belongs to and
+# the size of every file in it (the sha256 of the small files queries read), so a reader can
+# tell a generation changed, truncated or brought in from elsewhere from the one kg wrote.
+# Not in manifest.json: the store's file sizes and the project id differ between two builds
+# of the same papers, and manifest.json is compared byte for byte across worker counts.
+CHECK = "integrity.json"
+# Files hashed when recorded and when checked (below this size: milliseconds).
+HASHED = ("index.sqlite", LINE_INDEX, "manifest.json")
+HASH_BELOW = 8 * 2**20
+_GEN_NAME = re.compile(r"gen-\d{6}\Z")
 
 
 def pipeline_version(model: str | None = None) -> str:
@@ -300,8 +313,10 @@ def is_project(directory: str | Path) -> bool:
     return (Path(directory) / META / "project.json").is_file()
 
 
-def open_project(directory: str | Path) -> Project:
-    """The committed state of the project at ``directory`` (ProjectError if there is none)."""
+def open_project(directory: str | Path, check: bool = True) -> Project:
+    """The committed state of the project at ``directory`` (ProjectError if there is none,
+    and, unless ``check`` is false, if a file of it is missing or differs from the sizes and
+    hashes recorded when it was committed: ``damage``)."""
     root = Path(directory)
     meta = root / META
     if not (meta / "project.json").is_file():
@@ -316,7 +331,103 @@ def open_project(directory: str | Path) -> Project:
     if current is None:
         raise ProjectError(f"{root}: no complete build yet (the first build was interrupted "
                            f"or is running); run `kg build INPUT... -o {root}`")
-    return Project(root, meta / gen_name(current.generation), current)
+    project = Project(root, meta / gen_name(current.generation), current)
+    return checked(project) if check else project
+
+
+def open_generation(directory: str | Path, name: str) -> Project:
+    """Generation ``name`` of the project at ``directory``, current or not, checked as
+    ``open_project`` checks the current one: ``kg serve`` pins the generation it serves, so
+    a worker it starts later opens that one, not whatever CURRENT names by then."""
+    root = Path(directory)
+    gen = root / META / name
+    foreign = _foreign(root, gen) if _GEN_NAME.match(name) else "not a generation's name"
+    if foreign:
+        raise ProjectError(f"{gen}: {foreign}")
+    try:
+        manifest = Manifest.from_dict(json.loads((gen / "manifest.json").read_text("utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{gen}: gone or damaged ({exc}); the project has moved on: "
+                           "open it again") from exc
+    return checked(Project(root, gen, manifest))
+
+
+def checked(project: Project) -> Project:
+    """``project`` if nothing in its generation differs from what was recorded (``damage``),
+    else ProjectError naming what does and how to repair it."""
+    problems = damage(project)
+    if problems:
+        raise ProjectError(f"{project.generation}: changed outside kg since it was built "
+                           f"({describe(problems)}); `kg build` with the same inputs "
+                           f"repairs it (`kg build INPUT... -o {project.root}`)")
+    return project
+
+
+def project_id(root: Path) -> str | None:
+    """The id ``project.json`` gives the project (None in one made before ids were kept)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        return json.loads((root / META / "project.json").read_text(encoding="utf-8")).get("id")
+    return None
+
+
+def survey(gen: Path) -> dict[str, dict[str, object]]:
+    """What ``integrity.json`` records of ``gen``: each file's size (relative path → {"bytes"}),
+    and the sha256 of the small ones queries read. The store's LOCK and LOG files are left
+    out: RocksDB writes them whenever the store is opened."""
+    files: dict[str, dict[str, object]] = {}
+    for path in sorted(gen.rglob("*")):
+        rel = path.relative_to(gen).as_posix()
+        if not path.is_file() or rel == CHECK or (
+                rel.startswith("store/") and path.name.startswith(("LOCK", "LOG"))):
+            continue
+        size = path.stat().st_size
+        files[rel] = {"bytes": size}
+        if rel in HASHED and size < HASH_BELOW:
+            files[rel]["sha256"] = sha256_file(path)
+    return files
+
+
+def damage(project: Project) -> list[str]:
+    """What differs in ``project``'s generation from what was recorded when it was committed
+    (missing files, other sizes, other hashes of the small files); empty when nothing does.
+    A generation from before kg recorded this is checked for its store and index only.
+
+    Stats every file and hashes a few small ones: about a millisecond at a conference.
+    """
+    gen = project.generation
+    try:
+        recorded = json.loads((gen / CHECK).read_text(encoding="utf-8"))["files"]
+    except FileNotFoundError:
+        return [f"{name}: missing" for name in ("store", "index.sqlite")
+                if not (gen / name).exists()]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [f"{CHECK}: unreadable ({exc})"]
+    problems = []
+    for rel, meta in sorted(recorded.items()):
+        try:
+            size = (gen / rel).stat().st_size
+        except OSError:
+            problems.append(f"{rel}: missing")
+            continue
+        if size != meta.get("bytes"):
+            problems.append(f"{rel}: {size:,} bytes, {meta.get('bytes'):,} recorded")
+        elif "sha256" in meta and sha256_file(gen / rel) != meta["sha256"]:
+            problems.append(f"{rel}: content changed")
+    return problems
+
+
+def describe(problems: list[str]) -> str:
+    """``damage``'s list in a sentence: the store's files counted, the others named.
+
+    >>> describe(["index.sqlite: missing", "store/000010.sst: missing", "store/CURRENT: missing"])
+    'index.sqlite: missing; store/: 2 files missing or changed'
+    """
+    store = [p for p in problems if p.startswith("store/")]
+    out = [p for p in problems if not p.startswith("store/")][:5]
+    if store:
+        out.append(f"store/: {len(store)} file{'s' if len(store) > 1 else ''} missing or "
+                   "changed")
+    return "; ".join(out)
 
 
 def check_format(root: Path) -> None:
@@ -334,18 +445,49 @@ def check_format(root: Path) -> None:
 
 
 def read_current(root: Path) -> Manifest | None:
-    """The manifest of the committed generation; None before the first commit."""
+    """The manifest of the committed generation; None before the first commit. ProjectError
+    when CURRENT names something other than a generation of this project (another project's,
+    linked or copied in, or a path)."""
     meta = root / META
     try:
         name = (meta / "CURRENT").read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
-    path = meta / name / "manifest.json"
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"{meta / 'CURRENT'}: unreadable ({exc}); move {root} aside, or "
+                           f"delete {meta} to rebuild from the inputs") from exc
+    gen = meta / name
+    foreign = _foreign(root, gen) if _GEN_NAME.match(name) else "not a generation's name"
+    if foreign:
+        raise ProjectError(f"{meta / 'CURRENT'} names {name[:80]!r}: {foreign}, so it is not "
+                           f"this project's state; write one of this project's generations "
+                           f"(ls {meta}) into CURRENT, or move {root} aside and build afresh")
+    path = gen / "manifest.json"
     try:
-        return Manifest.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        manifest = Manifest.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ProjectError(f"{path}: damaged ({exc}); move {root} aside, or delete "
                            f"{meta} to rebuild from the inputs") from exc
+    if gen_name(manifest.generation) != name:
+        raise ProjectError(f"{path}: the manifest of {gen_name(manifest.generation)}, not of "
+                           f"{name}; move {root} aside, or delete {meta} to rebuild")
+    return manifest
+
+
+def _foreign(root: Path, gen: Path) -> str | None:
+    """Why ``gen`` is not a generation of the project at ``root`` (None when it is)."""
+    if gen.is_symlink():
+        return f"a link to {gen.resolve()}"
+    try:
+        belongs = json.loads((gen / CHECK).read_text(encoding="utf-8")).get("project")
+    except FileNotFoundError:
+        return None  # committed before generations recorded their project
+    except (OSError, ValueError, AttributeError):
+        return None  # (damage() reports the file)
+    mine = project_id(root)
+    if belongs and mine and belongs != mine:
+        return f"a generation of another project ({belongs[:12]}, this one is {mine[:12]})"
+    return None
 
 
 _BUILD_API = ("build", "add", "remove", "Outcome")

@@ -17,20 +17,23 @@ True
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import gc
+import json
 import os
 import pickle
 import shutil
 import sqlite3
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kg.errors import BusyError, InputError, ProjectError
-from kg.exports import FORMATS, KNOWN_FILES, RECORD, TMP_PREFIX, remove_stale
+from kg.exports import FORMATS, KNOWN_FILES, RECORD, TMP_PREFIX, read_record, remove_stale
 from kg.fs import (
     check_writable,
     fsync_dir,
@@ -40,22 +43,30 @@ from kg.fs import (
     replacing,
     write_json,
 )
+from kg.ingest import provisional_label
 from kg.model import Extraction, Paper, Skip, compact, expand
 from kg.pipeline import extract_each, extract_safely, extractor
 from kg.project import (
+    CHECK,
     FORMAT,
     FORMAT_VERSION,
+    JSONL,
     META,
     Manifest,
+    Project,
     check_format,
+    damage,
+    describe,
     gen_name,
     open_project,
     paper_key,
     pipeline_version,
+    project_id,
     read_current,
+    survey,
 )
 from kg.project.beside import store_worker
-from kg.project.cache import Cache, Resolved, cached_vocabulary
+from kg.project.cache import Cache, Resolved, cached_vocabulary, open_cache
 from kg.project.generation import Job, Previous, write_generation
 from kg.project.store import store_without
 from kg.resolve import prepare
@@ -88,6 +99,7 @@ class Outcome:
     entity_types: dict[str, int] = field(default_factory=dict)  # entities per type
     predicates: dict[str, int] = field(default_factory=dict)  # relations per predicate
     noop: bool = False  # nothing changed, nothing written
+    repaired: tuple[str, ...] = ()  # what was found damaged and rebuilt
 
 
 def build(directory: str | Path, papers: Sequence[Paper], **options: Any) -> Outcome:
@@ -194,29 +206,32 @@ class _Target:
     papers: dict[str, Paper | str]  # paper id → Paper (given) or content key (kept)
     asked: tuple[str, ...]
     chosen: tuple[str, ...]
+    recovered: int = 0  # papers whose lost extraction is redone from the current generation
 
 
 def _update_locked(root: Path, target_of: Callable, run: _Options) -> Outcome:
     if run.must_exist:
-        open_project(root)
+        open_project(root, check=False)  # (a damaged generation is repaired below)
     check_target(root)
     check_writable(root)
     with locked(root):
         meta = root / META
-        if not (meta / "project.json").is_file():
-            write_json(meta / "project.json", {"format": FORMAT, "version": FORMAT_VERSION})
+        if project_id(root) is None:  # new, or made before projects had ids
+            write_json(meta / "project.json", {"format": FORMAT, "version": FORMAT_VERSION,
+                                               "id": uuid.uuid4().hex})
         current = read_current(root)
+        damaged = _damage(root, current)
         pipeline = pipeline_version(run.trained_model)
-        with Cache(meta / "cache.sqlite") as cache:
+        with open_cache(meta) as (cache, moved):
             target = _target(root, cache, current, target_of, pipeline, run.formats)
-            if (current is not None and current.pipeline == pipeline
+            if (current is not None and current.pipeline == pipeline and not damaged
                     and current.papers == target.keys and current.written == target.chosen
                     and published(root, current)):
                 return Outcome(current.counts, 0, notices=format_notice(target.asked,
                                                                         target.chosen),
                                noop=True)
             manifest, resolved, summary = _new_generation(root, cache, current, target,
-                                                          pipeline, run)
+                                                          pipeline, run, fresh=bool(damaged))
             prune(meta, cache, manifest, current)
     old = set(current.papers) if current else set()
     keys = target.keys
@@ -225,8 +240,29 @@ def _update_locked(root: Path, target_of: Callable, run: _Options) -> Outcome:
                    removed=tuple(sorted(old - set(keys))),
                    changed=tuple(sorted(pid for pid in old & set(keys)
                                         if current.papers[pid] != keys[pid])),
-                   written=manifest.written, notices=format_notice(target.asked, target.chosen),
-                   skipped=resolved.skipped, **summary)
+                   written=manifest.written,
+                   notices=(*format_notice(target.asked, target.chosen),
+                            *_repair_notice(current, damaged, moved, target.recovered)),
+                   skipped=resolved.skipped, repaired=(*moved, *damaged), **summary)
+
+
+def _damage(root: Path, current: Manifest | None) -> tuple[str, ...]:
+    """What is damaged in the current generation (``kg.project.damage``)."""
+    if current is None:
+        return ()
+    return tuple(damage(Project(root, root / META / gen_name(current.generation), current)))
+
+
+def _repair_notice(current: Manifest | None, damaged: Sequence[str], moved: Sequence[str],
+                   recovered: int) -> tuple[str, ...]:
+    where = gen_name(current.generation) if current else "the project"
+    out = [f"repaired: {where} was changed outside kg ({describe(list(damaged))}); the new "
+           "generation was rebuilt from the cache, reusing nothing of it"] if damaged else []
+    out.extend(f"repaired: {m}" for m in moved)
+    if recovered:
+        out.append(f"repaired: re-extracted {recovered:,} paper(s) whose cached extraction was "
+                   f"lost, from {where}'s {JSONL}")
+    return tuple(out)
 
 
 def _target(root: Path, cache: Cache, current: Manifest | None, target_of: Callable,
@@ -235,9 +271,14 @@ def _target(root: Path, cache: Cache, current: Manifest | None, target_of: Calla
     # A paper kept from the current generation is its content key: its Paper is read from
     # the cache only when the pipeline changed (the key changes with it).
     target: dict[str, Paper | str] = target_of(current.papers if current else {})
+    recovered: dict[str, Paper] = {}
     if current is not None and current.pipeline != pipeline:
-        kept = cache.get([k for k in target.values() if isinstance(k, str)])
-        target = {pid: kept[p][0] if isinstance(p, str) else p for pid, p in target.items()}
+        kept = {k: found[0] for k, found in cache.get(
+            [k for k in target.values() if isinstance(k, str)]).items()}
+        recovered = _recover(root, current, [pid for pid, p in target.items()
+                                             if isinstance(p, str) and p not in kept])
+        target = {pid: kept.get(p) or recovered.get(pid, p) if isinstance(p, str) else p
+                  for pid, p in target.items()}
     keys = {pid: p if isinstance(p, str) else paper_key(p, pipeline)
             for pid, p in sorted(target.items())}
     if not keys:
@@ -245,24 +286,57 @@ def _target(root: Path, cache: Cache, current: Manifest | None, target_of: Calla
     asked = asked_formats(formats, current.formats if current else ("auto",))
     missing = cache.missing(keys.values())
     lost = sorted(pid for pid in keys if keys[pid] in missing and isinstance(target[pid], str))
+    recovered.update(_recover(root, current, lost))
+    target.update(recovered)
+    lost = [pid for pid in lost if pid not in recovered]
     if lost:
         raise ProjectError(f"{root / META / 'cache.sqlite'}: lost the extraction of "
-                           f"{len(lost)} paper(s) ({', '.join(lost[:5])}); run "
+                           f"{len(lost)} paper(s) ({', '.join(lost[:5])}), and the current "
+                           f"{JSONL} does not hold them as they were; run "
                            f"`kg build INPUT... -o {root}` with all the inputs")
     return _Target(keys, [target[pid] for pid in keys if keys[pid] in missing], target,
-                   asked, choose(asked, len(keys)))
+                   asked, choose(asked, len(keys)), len(recovered))
+
+
+def _recover(root: Path, current: Manifest | None, lost: Sequence[str]) -> dict[str, Paper]:
+    """The papers ``lost`` (ids of the current generation whose cached extraction is gone)
+    as the current generation's extraction.jsonl holds them, where they give the content key
+    recorded for them (an untitled paper's line carries the
+    label resolution gave it: tried with the one reading gave it too), to be extracted
+    again."""
+    if not lost or current is None or JSONL not in current.written:
+        return {}
+    gen = root / META / gen_name(current.generation)
+    try:
+        lines = Project(root, gen, current).lines(lost)
+    except (OSError, UnicodeDecodeError):
+        return {}
+    found: dict[str, Paper] = {}
+    for pid, line in lines.items():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            # (the contract's "paper" object is Paper.metadata(): its fields, lists as arrays)
+            paper = Paper(**{k: tuple(v) if isinstance(v, list) else v
+                             for k, v in json.loads(line)["paper"].items()})
+            for candidate in (paper, dataclasses.replace(  # as read, before resolution
+                    paper, label=paper.title or provisional_label(paper.abstract))):
+                if paper_key(candidate, current.pipeline) == current.papers[pid]:
+                    found[pid] = candidate
+                    break
+    return found
 
 
 def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: _Target,
-                    pipeline: str, run: _Options) -> tuple[Manifest, Resolved, dict]:
-    """Extract, resolve and write the next generation, then commit and publish it. A
-    generation that fails is removed (once what was started beside this process has ended)
-    before the error goes on: a reader never finds it."""
+                    pipeline: str, run: _Options, fresh: bool = False
+                    ) -> tuple[Manifest, Resolved, dict]:
+    """Extract, resolve and write the next generation, then commit and publish it; ``fresh``
+    (the current one is damaged) reuses nothing of the current generation. A generation
+    that fails is removed (once what was started beside this process has ended) before the
+    error goes on: a reader never finds it."""
     if run.engine not in ("local", "dask"):
         raise InputError(f"engine {run.engine!r}: choose local or dask")
     meta = root / META
     previous_gen = meta / gen_name(current.generation) if current else None
-    delta = (current is not None and current.pipeline == pipeline
+    delta = (current is not None and current.pipeline == pipeline and not fresh
              and (previous_gen / "store").is_dir())
     gen = meta / gen_name(current.generation + 1 if current else 1)
     if gen.exists():  # left by a build that was killed before it committed
@@ -280,7 +354,7 @@ def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: 
             preps = _extract_few(cache, target, pipeline, run)
             resolved = _resolve(cache, target, pipeline, run, preps)
             job = Job(gen, current.generation + 1 if current else 1, pipeline, target.keys,
-                      target.asked, target.chosen, current,
+                      target.asked, target.chosen, None if fresh else current,
                       Previous(previous_gen, current) if delta else None, run.inputs,
                       run.step)
             manifest, summary = write_generation(job, resolved, worker, trim)
@@ -288,7 +362,7 @@ def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: 
         shutil.rmtree(gen, ignore_errors=True)
         raise
     commit(meta, gen.name)
-    publish(root, gen, manifest.written)
+    publish(root, gen, manifest.written, previous_gen)
     return manifest, resolved, summary
 
 
@@ -369,15 +443,19 @@ def asked_formats(formats: Sequence[str] | None, before: tuple[str, ...]) -> tup
 def choose(asked: Sequence[str], n_papers: int) -> tuple[str, ...]:
     """The export files a build writes for ``asked`` formats and a corpus of ``n_papers``.
 
+    Above ``AUTO_ALL_PAPERS``, "auto" writes extraction.jsonl and graph.html, which is then
+    the technique map (``kg.viz``'s view above its own threshold): every build ends with a
+    picture.
+
     >>> choose(["auto", "-html"], 19)[:3], choose(["auto"], 5000)
-    (('edges.csv', 'extraction.jsonl', 'graph.graphml'), ('extraction.jsonl',))
+    (('edges.csv', 'extraction.jsonl', 'graph.graphml'), ('extraction.jsonl', 'graph.html'))
     """
     names: list[str] = []
     for fmt in (f for f in asked if not f.startswith("-")):
         if fmt == "all" or (fmt == "auto" and n_papers <= AUTO_ALL_PAPERS):
             names.extend(f for files in PROJECT_FORMATS.values() for f in files)
         elif fmt == "auto":
-            names.extend(PROJECT_FORMATS["jsonl"])
+            names.extend([*PROJECT_FORMATS["jsonl"], *PROJECT_FORMATS["html"]])
         elif fmt in PROJECT_FORMATS:
             names.extend(PROJECT_FORMATS[fmt])
         else:
@@ -411,8 +489,17 @@ def locked(root: Path) -> Iterator[None]:
     """
     meta = root / META
     meta.mkdir(parents=True, exist_ok=True)
-    fd = os.open(meta / "lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
+        fd = os.open(meta / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ProjectError(f"{meta / 'lock'}: cannot open it for writing "
+                           f"({exc.strerror or exc}); a build holds it while it runs: make it "
+                           "writable (or remove it if it is not a file) and run the command "
+                           "again") from exc
+    try:
+        if os.fstat(fd).st_nlink > 1:  # its pid is written into it: never through a link
+            raise ProjectError(f"{meta / 'lock'}: a hard link to another file; remove it (kg "
+                               "makes a new one) and run the command again")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -531,20 +618,43 @@ def commit(meta: Path, name: str) -> None:
     for directory in (gen / "store", gen):
         if directory.is_dir():
             fsync_dir(directory)
+    # Last: the sizes of what was synced, and the project the generation belongs to.
+    write_json(gen / CHECK, {"project": project_id(meta.parent), "files": survey(gen)})
     with replacing(meta / "CURRENT") as tmp:
         tmp.write_text(name + "\n", encoding="utf-8")
     fsync_dir(meta)
 
 
-def publish(root: Path, gen: Path, names: Sequence[str]) -> None:
-    """Hard-link the generation's exports into DIR (build.json last) and drop stale ones."""
+def publish(root: Path, gen: Path, names: Sequence[str], previous: Path | None = None) -> None:
+    """Hard-link the generation's exports into DIR (build.json last) and drop stale ones:
+    only the files the ``previous`` generation published, and only while unchanged (still
+    its file, of the size its build.json records). A graph.html the user wrote with
+    `kg viz -o DIR/graph.html`, say, is not kg's to delete."""
+    ours = published_files(root, previous)
     (root / RECORD).unlink(missing_ok=True)
     for name in [*names, RECORD]:
         tmp = root / f"{TMP_PREFIX}{name}"
         tmp.unlink(missing_ok=True)
         link_or_copy(gen / name, tmp)
         os.replace(tmp, root / name)
-    remove_stale(root, {*names, RECORD}, ())
+    remove_stale(root, {*names, RECORD}, (), ours=ours)
+
+
+def published_files(root: Path, gen: Path | None) -> set[str]:
+    """The export files in DIR that generation ``gen`` published and nobody changed since."""
+    if gen is None:
+        return set()
+    try:
+        files = read_record(gen).files
+    except InputError:
+        return set()
+    ours = set()
+    for name, meta in files.items():
+        with contextlib.suppress(OSError):
+            if (os.path.samefile(root / name, gen / name)
+                    and (root / name).stat().st_size == meta.get("bytes")):
+                ours.add(name)
+    return ours
 
 
 def published(root: Path, manifest: Manifest) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import pickle
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -225,3 +226,35 @@ class Resolved:
             self._by_id = {r.paper.id: r for r in results}
             self._corpus = Corpus(results, self.entities, self.skipped)
         return self._corpus
+
+
+@contextlib.contextmanager
+def open_cache(meta: Path) -> Iterator[tuple[Cache, tuple[str, ...]]]:
+    """The project's cache; one that is damaged (truncated: shorter than the size its header
+    gives) is moved aside to cache.sqlite.damaged and started afresh (what it lacks is then
+    re-extracted, from the current extraction.jsonl where the inputs are not given)."""
+    path = meta / "cache.sqlite"
+    moved: tuple[str, ...] = ()
+    if truncated(path):
+        os.replace(path, path.with_name("cache.sqlite.damaged"))
+        moved = ("cache.sqlite: truncated (moved aside to cache.sqlite.damaged)",)
+    with Cache(path) as cache:
+        yield cache, moved
+
+
+def truncated(path: Path) -> bool:
+    """True when the SQLite file at ``path`` is shorter than its header says (a cheap check:
+    100 bytes read; a file without a valid header counts as truncated)."""
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(100)
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\0"):
+        return size > 0
+    page = int.from_bytes(header[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[24:28] == header[92:96]  # else the page count is not maintained
+    return valid and size < page * pages

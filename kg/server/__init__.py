@@ -137,15 +137,21 @@ def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-def _page(config: ServerConfig, triples: int) -> tuple[bytes, str]:
+def _page(config: ServerConfig, pool: QueryPool) -> tuple[bytes, str]:
     """The query page (no external resources) and its Content-Security-Policy."""
     saved = json.dumps(saved_queries(), ensure_ascii=True).replace("</", "<\\/")
-    title = html.escape(f"kg SPARQL — {Path(config.graph).name} ({triples:,} triples)")
+    title = html.escape(f"kg SPARQL — {Path(config.graph).name} ({pool.triples:,} triples)")
+    served = pool.served
+    generation = "" if served.generation is None else (
+        f"<p id=\"generation\">Serving generation <code>{served.generation}</code>, built "
+        f"{served.built}; a new build, add or remove is served within seconds of its "
+        f"commit.{'' if not pool.notice else ' <strong>' + html.escape(pool.notice)}"
+        f"{'' if not pool.notice else '</strong>'}</p>\n")
     body = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>{_PAGE_STYLE}</style></head><body>
 <h1>{title}</h1>
-<p>SPARQL 1.1 endpoint: <code>/sparql</code> (GET or POST <code>query=</code>,
+{generation}<p>SPARQL 1.1 endpoint: <code>/sparql</code> (GET or POST <code>query=</code>,
 <code>application/sparql-query</code>). Read-only{'' if not config.allow_update else
 ' — updates allowed'}; queries stop after {config.timeout:g} s and return at most
 {config.max_results:,} rows.</p>
@@ -374,9 +380,17 @@ class KgHTTPServer(ThreadingHTTPServer):
         self.config = config
         self.pool = pool
         self.verbose = verbose
-        self.page = _page(config, pool.triples)
+        self._page: tuple[tuple, tuple[bytes, str]] | None = None
         self.allowed_host_names = {split_host(name)[0] for name in config.allow_hosts}
         super().__init__((config.host, config.port), _Handler)
+
+    @property
+    def page(self) -> tuple[bytes, str]:
+        """The query page, rendered again when the generation served (or its notice) moved."""
+        key = (self.pool.epoch, self.pool.notice)
+        if self._page is None or self._page[0] != key:
+            self._page = (key, _page(self.config, self.pool))
+        return self._page[1]
 
     @property
     def url_host(self) -> str:
@@ -437,7 +451,9 @@ def start_server(config: ServerConfig) -> RunningServer:
 def serve(config: ServerConfig) -> None:
     """Serve until interrupted (Ctrl-C)."""
     httpd = make_server(config, verbose=True)
-    print(f"kg: serving {config.graph} ({httpd.pool.triples:,} triples) at {httpd.url} "
+    served = httpd.pool.served
+    what = f", {served.generation} built {served.built}" if served.generation else ""
+    print(f"kg: serving {config.graph} ({httpd.pool.triples:,} triples{what}) at {httpd.url} "
           f"— query page at {httpd.url.removesuffix('sparql')}", flush=True)
     try:
         httpd.serve_forever()

@@ -4,16 +4,25 @@ Each worker is a plain subprocess with the graph in an in-memory pyoxigraph Stor
 (:mod:`kg.sparql` loads, vets and runs the queries). A query cannot be interrupted from
 Python, so the pool waits on a worker's pipe for at most ``timeout`` seconds and then kills
 it (the runaway query dies with it) and starts a fresh one, replaying the updates applied so
-far. The pool also keeps a lane for cheap queries, bounds each client, and caches answers.
+far; a worker that dies by itself (a query crashed the engine) is reported as a crash. The
+pool also keeps a lane for cheap queries, bounds each client, and caches answers.
+
+A project is served one generation at a time: every worker opens the generation the pool
+pinned (never whatever CURRENT names when it starts), and the pool follows the project —
+once a build, add or remove commits a new generation, a full set of workers loads it and
+replaces the old set at once (an *epoch*), so a request that starts after the switch is
+answered by the new generation only, and an old worker still busy is retired when it ends.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import datetime
 import math
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -24,9 +33,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from kg.errors import InputError, QueryError, ServiceError
+from kg.errors import InputError, KgError, QueryError, ServiceError
 from kg.exports import graph_file
-from kg.project import is_project, open_project
+from kg.project import META, is_project, open_project
 from kg.sparql import (
     NotAcceptableError,
     QueryOutput,
@@ -43,10 +52,11 @@ from kg.sparql import (
 class _Store:
     """A worker's graph: a project's read-only store until an update needs a copy of its own."""
 
-    def __init__(self, graph: str, updates: list[str], allow_service: tuple[str, ...]) -> None:
+    def __init__(self, graph: str, generation: str | None, updates: list[str],
+                 allow_service: tuple[str, ...]) -> None:
         self.graph = graph
         self.allow_service = allow_service
-        self.store = load_store(graph)
+        self.store = load_store(graph, generation)
         self.copied = bool(updates)
         if updates:
             self.store = writable(self.store, graph)
@@ -77,9 +87,9 @@ class _Store:
 
 def worker_main(conn_in: Any, conn_out: Any) -> None:
     """Loop in a worker process: load the graph, replay updates, then answer requests."""
-    graph, updates, allow_service = conn_in.recv()
+    graph, generation, updates, allow_service = conn_in.recv()
     try:
-        store = _Store(graph, updates, allow_service)
+        store = _Store(graph, generation, updates, allow_service)
     except Exception as exc:  # reported to the parent, which raises ServiceError
         conn_out.send(("fail", str(exc)))
         return
@@ -109,7 +119,9 @@ class _Worker:
     """One worker: a plain subprocess (not multiprocessing, so the caller's __main__ is never
     re-imported) speaking multiprocessing's Connection protocol over its stdin/stdout."""
 
-    def __init__(self, graph: str, updates: list[str], allow_service: tuple[str, ...]) -> None:
+    def __init__(self, graph: str, generation: str | None, updates: list[str],
+                 allow_service: tuple[str, ...], epoch: int = 0) -> None:
+        self.generation, self.epoch = generation, epoch
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
@@ -122,7 +134,7 @@ class _Worker:
         self._recv = Connection(os.dup(self.process.stdout.fileno()), writable=False)
         self.process.stdin.close()
         self.process.stdout.close()
-        self._send.send((graph, list(updates), tuple(allow_service)))
+        self._send.send((graph, generation, list(updates), tuple(allow_service)))
 
     def send(self, message: tuple) -> None:
         self._send.send(message)
@@ -147,8 +159,17 @@ class _Worker:
             raise ServiceError(f"cannot load the graph: {value}")
         return value
 
+    def exit_code(self) -> int | None:
+        """How the process ended (a negative signal number), once it has; None if it runs."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return self.process.wait(2)
+        return None
+
     def kill(self) -> None:
         if self.process.returncode is not None:
+            with contextlib.suppress(OSError):
+                self._send.close()
+                self._recv.close()
             return
         self.process.kill()
         self.process.wait(5)
@@ -173,6 +194,33 @@ def text_reply(status: int, message: str, **headers: str) -> Reply:
 _FAILED = {"bad": 400, "refused": 403, "unacceptable": 406}
 
 
+@dataclass(frozen=True)
+class Served:
+    """What the workers answer from: a project's generation (its name, when it was built) or
+    a graph file (no generation)."""
+
+    generation: str | None = None
+    built: str | None = None  # UTC, to the second
+
+    @classmethod
+    def of(cls, graph: str) -> Served:
+        """The generation of ``graph`` (a project) to serve now, checked (ProjectError)."""
+        if not is_project(graph):
+            return cls()
+        gen = open_project(graph).generation
+        stamp = (gen / "manifest.json").stat().st_mtime
+        built = datetime.datetime.fromtimestamp(stamp, datetime.UTC)
+        return cls(gen.name, built.strftime("%Y-%m-%d %H:%M:%S UTC"))
+
+
+def current_name(graph: str) -> str | None:
+    """The generation CURRENT names now (None when unreadable): a cheap test for a commit."""
+    try:
+        return (Path(graph) / META / "CURRENT").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
 class QueryPool:
     """Worker processes with the graph loaded; a runaway query costs a worker, not the server.
 
@@ -188,10 +236,14 @@ class QueryPool:
     def __init__(self, graph: str | Path, *, workers: int = 2, timeout: float = 10.0,
                  max_results: int = 10_000, load_timeout: float = 300.0,
                  cache_entries: int = 256, cache_bytes: int = 64 << 20,
-                 max_per_client: int = 16, allow_service: tuple[str, ...] = ()) -> None:
+                 max_per_client: int = 16, allow_service: tuple[str, ...] = (),
+                 follow: float = 1.0) -> None:
         if Path(graph).is_dir() and not is_project(graph):
             open_project(graph)  # raises, saying how to upgrade an older export directory
         self.graph = str(graph if is_project(graph) else graph_file(graph))
+        self.served = Served.of(self.graph)
+        self.epoch = 0  # one more at each switch to a new generation
+        self.notice = ""  # why a newer generation is not served (damaged), for the page
         self.timeout = timeout
         self.max_results = max_results
         self.load_timeout = load_timeout
@@ -227,12 +279,80 @@ class QueryPool:
             raise
         for worker in started:
             self._idle.put(worker)
+        if self.served.generation is not None and follow > 0:
+            threading.Thread(target=self._follow, args=(follow,), daemon=True,
+                             name="kg-sparql-follow").start()
 
     def _spawn(self, updates: list[str]) -> _Worker:
-        worker = _Worker(self.graph, updates, self.allow_service)
+        worker = _Worker(self.graph, self.served.generation, updates, self.allow_service,
+                         self.epoch)
         with self._lock:
             self._live.add(worker)
         return worker
+
+    def _retire(self, worker: _Worker) -> None:
+        worker.kill()
+        with self._lock:
+            self._live.discard(worker)
+
+    def _release(self, worker: _Worker) -> None:
+        """Back to the idle queue; a worker of an older epoch is retired instead."""
+        if worker.epoch == self.epoch:
+            self._idle.put(worker)
+        else:
+            self._retire(worker)
+
+    def _follow(self, every: float) -> None:
+        """Poll CURRENT; when it names another generation, switch to it (``_switch``). A
+        generation that fails its check is not served: the old one goes on, with a notice."""
+        refused = None
+        while not self._closed:
+            time.sleep(every)
+            name = current_name(self.graph)
+            if name in (None, self.served.generation, refused):
+                continue
+            try:
+                served = Served.of(self.graph)
+            except (KgError, OSError) as exc:  # (OSError: pruned meanwhile; the next is read)
+                refused, self.notice = name, f"not serving {name}: {exc}"
+                continue
+            refused = None
+            with contextlib.suppress(KgError, OSError):  # (tried again at the next poll)
+                self._switch(served)
+
+    def _switch(self, served: Served) -> None:
+        """Load ``served`` into a full set of new workers, then make them the only ones a
+        request can take: the old idle workers are retired now, busy ones when they end."""
+        with self._update_lock:  # the updates replayed are all there are
+            fresh = [_Worker(self.graph, served.generation, self._updates, self.allow_service,
+                             self.epoch + 1) for _ in range(self._size)]
+            try:
+                triples = [worker.wait_ready(self.load_timeout) for worker in fresh][-1]
+            except ServiceError:
+                for worker in fresh:
+                    worker.kill()
+                raise
+            with self._lock:
+                self.epoch += 1
+                self.served, self.triples, self.notice = served, triples, ""
+                self._live.update(fresh)
+            stale = []
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    stale.append(self._idle.get_nowait())
+            for worker in fresh:
+                self._idle.put(worker)
+            for worker in stale:
+                self._release(worker)
+            with self._cache_lock:
+                self._cache.clear()
+                self.cached_bytes = 0
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the live workers (to watch them, or to test a crash)."""
+        with self._lock:
+            return sorted(worker.process.pid for worker in self._live)
 
     @property
     def idle_workers(self) -> int:
@@ -267,21 +387,26 @@ class QueryPool:
                 self._heavy.popitem(last=False)
 
     def _acquire(self) -> _Worker | None:
-        try:
-            return self._idle.get(timeout=self.timeout)
-        except queue.Empty:
-            return None
+        """An idle worker of the current epoch within the timeout (older ones are retired)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                worker = self._idle.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return None
+            if worker.epoch == self.epoch:
+                return worker
+            self._retire(worker)
 
     def _replace(self, worker: _Worker, then: Callable[[], None] | None = None) -> None:
         """Kill ``worker`` and start a replacement in the background (replaying updates);
         ``then`` runs once the replacement is ready (or the pool closes)."""
-        worker.kill()
-        with self._lock:
-            self._live.discard(worker)
+        self._retire(worker)
 
         def start() -> None:
             try:
-                while not self._closed:
+                # (a worker of an older epoch is not replaced: a full new set took over)
+                while not self._closed and worker.epoch == self.epoch:
                     with self._update_lock:  # no update may slip between snapshot and ready
                         fresh = self._spawn(self._updates)
                         try:
@@ -292,7 +417,7 @@ class QueryPool:
                     if self._closed:
                         fresh.kill()
                     else:
-                        self._idle.put(fresh)
+                        self._release(fresh)
                     return
             finally:
                 if then is not None:
@@ -302,23 +427,25 @@ class QueryPool:
 
     def _call(self, worker: _Worker, message: tuple,
               then: Callable[[], None] | None = None) -> tuple[str, Any] | None:
-        """Send ``message``; the reply, or None after killing a worker that timed out (``then``
-        runs when its replacement is ready)."""
+        """Send ``message``; the reply, or None after killing a worker that timed out, or
+        ("crashed", how) when it died by itself (``then`` runs when its replacement is ready)."""
         try:
             worker.send(message)
             if worker.poll(self.timeout):
                 return worker.recv()
-        except (EOFError, OSError, BrokenPipeError):
-            pass
+            crashed = None
+        except (EOFError, OSError):  # (BrokenPipeError is an OSError)
+            crashed = ("crashed", _ending(worker.exit_code()))
         self._replace(worker, then)
-        return None
+        return crashed
 
     CACHE_MAX_BODY = 8 * 1024 * 1024
 
     def query(self, text: str, requested: str | None, accept: str | None,
               bindings: dict[str, str] | None = None, client: str = "") -> Reply:
         """Answer a query: from the cache, or on a worker (429 past the client's bound)."""
-        key = (text, requested, accept, tuple(sorted((bindings or {}).items())))
+        # (the epoch: an answer of the generation served before is never given again)
+        key = (text, requested, accept, tuple(sorted((bindings or {}).items())), self.epoch)
         with self._cache_lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -376,22 +503,25 @@ class QueryPool:
             started = time.monotonic()
             reply = self._call(worker, ("query", text, requested, accept, self.max_results,
                                         bindings or {}), then=release)
-            if reply is None:
+            if reply is None or reply[0] == "crashed":
                 release = None  # handed to the respawn: the slot frees once the worker is back
                 self._mark_heavy(heavy_key)
+                if reply is not None:
+                    return text_reply(500, f"query crashed the worker running it ({reply[1]}); "
+                                      "a new worker is starting; do not send it again as it is")
                 return text_reply(503, f"query stopped: it ran longer than the "
                                   f"{self.timeout:g} s timeout (kg serve --timeout); narrow it "
                                   "or add a LIMIT", **retry)
             elapsed = time.monotonic() - started
-            self._idle.put(worker)
+            self._release(worker)
         finally:
             if release is not None:
                 release()
         if elapsed > self.timeout / 2:
             self._mark_heavy(heavy_key)
-        return self._answer(reply, elapsed)
+        return self._answer(reply, elapsed, worker.generation)
 
-    def _answer(self, reply: tuple[str, Any], elapsed: float) -> Reply:
+    def _answer(self, reply: tuple[str, Any], elapsed: float, generation: str | None) -> Reply:
         """A worker's reply to a query as an HTTP answer."""
         status, value = reply
         if status in _FAILED:
@@ -400,6 +530,8 @@ class QueryPool:
             return text_reply(500, f"query failed: {value}")
         out: QueryOutput = value
         headers = {"X-KG-Results": str(out.rows), "X-KG-Elapsed-Ms": f"{elapsed * 1000:.1f}"}
+        if generation is not None:
+            headers["X-KG-Generation"] = generation
         if out.truncated:
             headers["X-KG-Truncated"] = f"results cut at --max-results {self.max_results}"
         return Reply(200, out.body, out.media_type, headers)
@@ -415,7 +547,7 @@ class QueryPool:
             result = self._apply(taken, text)
             for worker in taken:
                 if worker is not None:
-                    self._idle.put(worker)
+                    self._release(worker)
             return result or Reply(204, b"")
 
     def _pause_all(self) -> list[_Worker | None] | None:
@@ -438,7 +570,7 @@ class QueryPool:
         for index, worker in enumerate(taken):
             assert worker is not None
             reply = self._call(worker, ("update", text, None, None, 0, {}))
-            if reply is None:
+            if reply is None or reply[0] == "crashed":
                 taken[index] = None  # being replaced
                 if index == 0:
                     return text_reply(503, f"update stopped after the {self.timeout:g} s "
@@ -457,7 +589,7 @@ class QueryPool:
                     self.cached_bytes = 0
         return None
 
-    def close(self) -> None:
+    def close(self) -> None:  # (kg serve's Ctrl-C, and every test's end)
         """Kill every worker, busy ones too: a runaway query must not outlive the server."""
         self._closed = True
         with self._lock:
@@ -466,3 +598,13 @@ class QueryPool:
             worker.kill()
 
 
+
+
+def _ending(code: int | None) -> str:
+    """How a worker ended, for the reply: "killed by SIGSEGV", "exit code 1"."""
+    if code is None:
+        return "it stopped answering"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
