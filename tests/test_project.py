@@ -672,3 +672,14 @@ def test_above_the_size_for_every_format_a_build_still_writes_the_technique_map(
     assert outcome.written == ("extraction.jsonl", "graph.html")
     page = (out / "graph.html").read_text(encoding="utf-8")
     assert '"facets"' in page and '"clusters"' in page  # the map's payload, not the graph's
+
+
+def test_remove_takes_a_paper_by_the_words_of_its_label(tmp_path):
+    out = tmp_path / "p"
+    project.build(out, seed_papers(), formats=["jsonl"])
+    victim = next(p for p in seed_papers()
+                  if "we present \\textbf{\\textit{FasterCache" in p.abstract)
+    result = invoke("remove", out, "FasterCache")
+    assert result.exit_code == 0, result.output
+    kept = project.open_project(out)
+    assert kept.manifest.counts["papers"] == 18 and victim.id not in kept.index().papers

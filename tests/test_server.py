@@ -638,9 +638,10 @@ def answer(url: str, query: str) -> tuple[int, str | None, int | None]:
 
 
 def test_serve_follows_the_project_and_never_mixes_generations(tmp_path):
+    from conftest import SEED
+
     from kg import project
     from kg.pipeline import read_papers
-    from conftest import SEED
 
     papers = list(read_papers([SEED])[0])
     out = tmp_path / "p"

@@ -9,9 +9,10 @@ from pathlib import Path
 import click
 
 from kg import project
+from kg.analysis import resolve_papers
 from kg.cli.common import input_options, report_skips, show_progress
 from kg.cli.extract_cmds import model_option, trained_model
-from kg.errors import InputError, KgError
+from kg.errors import InputError, KgError, NotFoundError
 from kg.exports import FORMATS, check_writable
 from kg.model import Corpus
 from kg.pipeline import read_papers
@@ -202,18 +203,25 @@ def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats, engi
 
 @click.command("remove")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@click.argument("ids", nargs=-1, required=True, metavar="PAPER...")
 @_project_options
 def remove_cmd(directory, ids, top, html, formats):
-    """Remove the papers ID... from the project DIRECTORY, with every fact and every entity no
-    other paper supports (an entity other papers use stays, its aliases recomputed).
+    """Remove the papers PAPER... from the project DIRECTORY, with every fact and every entity
+    no other paper supports (an entity other papers use stays, its aliases recomputed).
+
+    A PAPER is its id, its URL, its OpenReview forum id or an unambiguous title start; one
+    that names no paper, or several, stops the command before anything is removed.
 
     \b
     Examples:
       kg remove exports/ p-05c5a1b2
+      kg remove ml24/ "FasterCache" https://openreview.net/forum?id=XYZ
       kg remove ml24/ $(cat withdrawn.txt)
     """
-
+    try:
+        ids = resolve_papers(project.open_project(directory).index(), ids)
+    except NotFoundError as exc:  # a name that matches nothing is bad input to remove
+        raise InputError(str(exc)) from exc
     _run_project(project.remove, directory, ids, notices=[], formats=_formats(formats, html),
                  top=top)
 
