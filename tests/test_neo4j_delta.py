@@ -18,10 +18,12 @@ from kg.errors import ServiceError  # noqa: E402
 from kg.neo4j import (  # noqa: E402
     Connection,
     corpus_counts,
+    derived_facts,
     graph_counts,
     load,
     load_project,
     read_loads,
+    write_derived,
 )
 from kg.neo4j.delta import LOADS_FILE, SET_ENTITY, delta_corpus  # noqa: E402
 from kg.neo4j.scope import project_id  # noqa: E402
@@ -65,8 +67,10 @@ def dump(session) -> dict[str, list[str]]:
 def clean_dump(session, driver, conn, directory) -> dict[str, list[str]]:
     """The dump of a clean load of the project's papers into an emptied database."""
     wipe(driver, conn)
-    corpus = project.open_project(directory).corpus()
+    opened = project.open_project(directory)
+    corpus = opened.corpus()
     load(corpus, conn, driver=driver, project=project_id(directory))
+    write_derived(session, project_id(directory), derived_facts(opened.index()))
     assert graph_counts(session) == corpus_counts(corpus)
     return dump(session)
 

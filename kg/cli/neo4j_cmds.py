@@ -263,6 +263,9 @@ def cypher(query_file, params, fmt, write, project_dir, conn):
     text = path.read_text(encoding="utf-8")
     given = _parse_params(params)
     if project_dir is not None:
+        if not (Path(project_dir) / ".kg").is_dir():
+            raise click.BadParameter(f"{project_dir} is not a kg project (no .kg folder)",
+                                     param_hint="--project")
         given["project"] = project_id(Path(project_dir))
     bound = bind_params(text, given, str(path))
     driver = connect(conn)
