@@ -1,14 +1,13 @@
-// Papers related to a paper, ranked by how many entities they share with it.
+// Papers related to a paper, best first: the score and what they share, as `kg related` gives
+// them (uses, not mentions). Read from the RELATED relationships a project load writes (the
+// top 10 per paper), so it answers in milliseconds at any size.
 // Run: kg cypher related-papers --param paper=p-05c5fc60b666 --param limit=5
 // @param paper:str  the paper id
-// @param limit:int=10  how many related papers to return
-// @param include_mentions:bool=false  also count entities a paper only mentions
-MATCH (p:Paper {id: $paper})-[r1]->(shared:Entity)<-[r2]-(other:Paper)
-WHERE other <> p
-  AND ($include_mentions OR (type(r1) <> 'MENTIONS' AND type(r2) <> 'MENTIONS'))
-WITH other, shared
-ORDER BY shared.name
-WITH other, collect(DISTINCT shared.name) AS shared
-RETURN other.id AS paper, other.label AS label, size(shared) AS shared_entities, shared
-ORDER BY shared_entities DESC, paper
+// @param limit:int=10  how many related papers to return (at most 10 are stored)
+// @param project:str=null  the project (the id `kg neo4j load` prints); unset: every project
+MATCH (p:Paper {id: $paper})-[r:RELATED]->(other:Paper)
+WHERE $project IS NULL OR p.project = $project
+RETURN other.id AS paper, other.label AS label, r.weight AS weight,
+       size(r.shared) AS shared_entities, r.shared AS shared
+ORDER BY p.project, r.rank
 LIMIT $limit

@@ -1,15 +1,14 @@
-// Pairs of techniques used together in the same papers, most frequent first.
-// Run: kg cypher technique-cooccurrence --param min_papers=2
-// @param min_papers:int=2  only pairs that occur in at least this many papers
-// @param limit:int=25  how many pairs to return
-// @param include_mentions:bool=false  also pair techniques a paper only mentions
-MATCH (a:Technique)<-[ra]-(p:Paper)-[rb]->(b:Technique)
-WHERE a.id < b.id
-  AND ($include_mentions OR (type(ra) <> 'MENTIONS' AND type(rb) <> 'MENTIONS'))
-WITH a, b, p
-ORDER BY p.id
-WITH a, b, collect(DISTINCT p.id) AS papers
-WHERE size(papers) >= $min_papers
-RETURN a.name AS technique, b.name AS with_technique, size(papers) AS papers_together, papers
-ORDER BY papers_together DESC, technique, with_technique
-LIMIT $limit
+// Pairs of techniques used together in the same papers, most frequent first: the pairs and
+// counts `kg techniques` lists, read from the CO_OCCURS relationships a project load writes
+// (their rank keeps `kg techniques`' order; pages come from an index, not a sort).
+// `kg cypher papers-sharing-technique` lists the papers of one technique.
+// Run: kg cypher technique-cooccurrence --param min_papers=2 --param skip=25
+// @param min_papers:int=2  only pairs used together in at least this many papers
+// @param limit:int=25  how many pairs to return (a page)
+// @param skip:int=0  how many pairs to skip (the page's start)
+// @param project:str=null  the project (the id `kg neo4j load` prints); unset: every project
+MATCH (a:Entity)-[c:CO_OCCURS]->(b:Entity)
+WHERE c.rank > 0 AND c.papers >= $min_papers AND ($project IS NULL OR c.project = $project)
+RETURN a.name AS technique, b.name AS with_technique, c.papers AS papers_together
+ORDER BY c.rank
+SKIP $skip LIMIT $limit

@@ -4,8 +4,12 @@
 // @param a:str  one paper id
 // @param b:str  the other paper id
 // @param limit:int=10  how many paths to return
+// @param project:str=null  the project (the id `kg neo4j load` prints); unset: every project
 MATCH (a:Paper {id: $a}), (b:Paper {id: $b})
-MATCH path = allShortestPaths((a)-[*..6]-(b))
+WHERE a.project = b.project AND ($project IS NULL OR a.project = $project)
+// through extracted relations and the vocabulary, not the derived RELATED/CO_OCCURS
+MATCH path = allShortestPaths((a)-[:PROPOSES|USES_TECHNIQUE|USES_MODEL|EVALUATED_ON|RUNS_ON|
+  ADDRESSES|IMPROVES|OUTPERFORMS|EXTENDS|MENTIONS|HAS_CONCEPT|BROADER*..6]-(b))
 WHERE none(n IN nodes(path)[1..-1] WHERE n:Paper)
 WITH path,
      [n IN nodes(path) | CASE WHEN n:Paper THEN n.id ELSE coalesce(n.name, n.label, n.iri) END]

@@ -20,7 +20,12 @@ from conftest import ROOT, SEED
 
 from kg import project as kg_project
 from kg.errors import InputError
-from kg.neo4j import write_admin_csvs, write_admin_shards, write_project_admin_csvs
+from kg.neo4j import (
+    project_id,
+    write_admin_csvs,
+    write_admin_shards,
+    write_project_admin_csvs,
+)
 from kg.neo4j.admin import ADMIN_FILES, ADMIN_HEADERS, SHARDED, jsonl_batches
 from kg.pipeline import read_papers
 from kg.project import open_project
@@ -64,7 +69,7 @@ def _tables(directory: Path) -> dict[str, tuple[list[str], list[list[str]]]]:
 
 def test_project_shards_hold_the_rows_of_the_single_file_export(seed_project, tmp_path):
     project = open_project(seed_project)
-    write_admin_csvs(project.corpus(), tmp_path / "whole")
+    write_admin_csvs(project.corpus(), tmp_path / "whole", project=project_id(seed_project))
     written = write_project_admin_csvs(project, tmp_path / "shards", papers_per_shard=4)
     whole, shards = _tables(tmp_path / "whole"), _tables(tmp_path / "shards")
     assert set(whole) == set(shards) == set(ADMIN_FILES)
@@ -102,7 +107,10 @@ def test_a_project_without_extraction_jsonl_is_read_from_its_cache(seed_project,
     write_project_admin_csvs(open_project(seed_project), tmp_path / "a", papers_per_shard=5)
     write_project_admin_csvs(open_project(nt_only), tmp_path / "b", papers_per_shard=5)
     for path in sorted((tmp_path / "a").iterdir()):
-        assert path.read_bytes() == (tmp_path / "b" / path.name).read_bytes(), path.name
+        # The same rows, each in its project's scope.
+        theirs = (tmp_path / "b" / path.name).read_bytes().replace(
+            project_id(nt_only).encode(), project_id(seed_project).encode())
+        assert path.read_bytes() == theirs, path.name
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted(
         p.name for p in (tmp_path / "b").iterdir())
 

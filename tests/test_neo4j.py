@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from kg.errors import ServiceError  # noqa: E402
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span  # noqa: E402
 from kg.neo4j import (  # noqa: E402
     ADMIN_FILES,
+    DEFAULT_PROJECT,
     REL_TYPES,
     Connection,
     concept_rows,
@@ -180,7 +182,8 @@ def hold_paper_lock(driver, conn, paper_id: str):
     """An open transaction holding the write lock of ``paper_id``'s unique key."""
     session = driver.session(database=conn.database)
     tx = session.begin_transaction()
-    tx.run("MERGE (p:Paper {id: $id}) SET p.blocked = true", id=paper_id).consume()
+    tx.run("MERGE (p:Paper {project: $project, id: $id}) SET p.blocked = true", id=paper_id,
+           project=DEFAULT_PROJECT).consume()
     return session, tx
 
 
@@ -341,3 +344,40 @@ def test_the_real_neo4j_admin_import_accepts_the_csvs(seed_corpus, tmp_path):
     relations = sum(len(r.relations) for r in seed_corpus.results)
     assert int(match[1]) == len(seed_corpus) + len(seed_corpus.entities) + len(concepts)
     assert int(match[2]) == relations + has_concept + len(broader)
+
+
+def _with_metadata(corpus):
+    """The corpus with its first paper given a date, categories and links (issue 26)."""
+    first = corpus.results[0]
+    paper = replace(first.paper, venue="ICLR 2025", year=2025, url="https://openreview.net/x",
+                    date="2025-01-22", categories=("cs.LG", "cs.CL"),
+                    links=("https://arxiv.org/abs/2501.00001", "https://doi.org/10.1/x"))
+    return replace(corpus, results=(replace(first, paper=paper), *corpus.results[1:])), paper
+
+
+@pytest.mark.neo4j
+def test_paper_metadata_becomes_node_properties(neo4j_db, seed_corpus):
+    session, conn = neo4j_db
+    corpus, paper = _with_metadata(seed_corpus)
+    load(corpus, conn)
+    got = session.run("MATCH (p:Paper {id: $id}) RETURN p.venue AS venue, p.year AS year, "
+                      "p.url AS url, p.date AS date, p.categories AS categories, "
+                      "p.links AS links", id=paper.id).single().data()
+    assert got == {"venue": "ICLR 2025", "year": 2025, "url": "https://openreview.net/x",
+                   "date": "2025-01-22", "categories": ["cs.LG", "cs.CL"],
+                   "links": ["https://arxiv.org/abs/2501.00001", "https://doi.org/10.1/x"]}
+    # A paper without them has no such properties (Neo4j has no nulls), not empty values.
+    other = session.run("MATCH (p:Paper {id: $id}) RETURN keys(p) AS k",
+                        id=seed_corpus.results[1].paper.id).single()["k"]
+    assert not {"date", "categories", "links"} & set(other)
+
+
+def test_paper_metadata_is_in_the_admin_csvs(seed_corpus, tmp_path):
+    corpus, paper = _with_metadata(seed_corpus)
+    write_admin_csvs(corpus, tmp_path)
+    header, rows = read_csv(tmp_path / "papers.csv")
+    row = dict(zip(header, next(r for r in rows if r[0] == paper.id), strict=True))
+    assert (row["project"], row["venue"], row["year:int"], row["url"], row["date"]) == (
+        DEFAULT_PROJECT, "ICLR 2025", "2025", "https://openreview.net/x", "2025-01-22")
+    assert row["categories:string[]"] == "cs.LG;cs.CL"
+    assert row["links:string[]"] == "https://arxiv.org/abs/2501.00001;https://doi.org/10.1/x"

@@ -18,12 +18,15 @@ from kg.errors import ServiceError  # noqa: E402
 from kg.neo4j import (  # noqa: E402
     Connection,
     corpus_counts,
+    derived_facts,
     graph_counts,
     load,
     load_project,
     read_loads,
+    write_derived,
 )
 from kg.neo4j.delta import LOADS_FILE, SET_ENTITY, delta_corpus  # noqa: E402
+from kg.neo4j.scope import project_id  # noqa: E402
 from kg.pipeline import read_papers  # noqa: E402
 
 pytest_plugins = ["neo4j_fixtures"]
@@ -64,8 +67,10 @@ def dump(session) -> dict[str, list[str]]:
 def clean_dump(session, driver, conn, directory) -> dict[str, list[str]]:
     """The dump of a clean load of the project's papers into an emptied database."""
     wipe(driver, conn)
-    corpus = project.open_project(directory).corpus()
-    load(corpus, conn, driver=driver)
+    opened = project.open_project(directory)
+    corpus = opened.corpus()
+    load(corpus, conn, driver=driver, project=project_id(directory))
+    write_derived(session, project_id(directory), derived_facts(opened.index()))
     assert graph_counts(session) == corpus_counts(corpus)
     return dump(session)
 
@@ -131,9 +136,9 @@ def test_a_database_wiped_by_hand_gets_a_full_load(neo4j_db, neo4j_driver, seed_
     project.remove(out, [seed_papers[0].id])
     done = load_project(project.open_project(out), conn)
     assert done.mode == "full"
-    assert "the database has no papers although 19 were loaded" in done.reason
-    assert done.summary().startswith("full load (the database has no papers")
-    assert "already held" not in done.reason  # it was empty: nothing left over
+    assert "has none of the project's papers although 19 were loaded" in done.reason
+    assert done.summary().startswith(f"full load of project {project_id(out)} (the database")
+    assert "cleared the" not in done.reason  # it was empty: nothing left over
     assert graph_counts(session)["papers"] == 18
     assert dump(session) == clean_dump(session, neo4j_driver, conn, out)
 
@@ -145,14 +150,19 @@ def test_a_database_changed_by_someone_else_gets_a_full_load(neo4j_db, seed_pape
     load_project(project.open_project(out), conn)
     session.run("MATCH (e:Entity {id: 'model/llama'}) DETACH DELETE e").consume()
     done = load_project(project.open_project(out), conn)
-    assert done.mode == "full" and "the database changed since the last load" in done.reason
-    assert "already held 19 papers and" in done.reason and "clear it first" in done.reason
+    assert done.mode == "full" and "the project's part changed since the last load" in done.reason
+    assert "cleared the 19 papers and" in done.reason
     assert load_project(project.open_project(out), conn).mode == "up to date"
-    # Another corpus's papers in the database: this project cannot vouch for them.
-    load(project.open_project(out).corpus(), conn)  # harmless: the same papers
-    session.run("CREATE (:Paper {id: 'someone-else'})").consume()
+    # Another load's papers beside the project's: not the project's business.
+    load(project.open_project(out).corpus(), conn)
+    assert load_project(project.open_project(out), conn).mode == "up to date"
+    # A paper put in the project's part by someone else: the project cannot vouch for it.
+    session.run("CREATE (:Paper {id: 'someone-else', project: $p})", p=project_id(out)).consume()
     done = load_project(project.open_project(out), conn)
     assert done.mode == "full" and "1 paper(s) this project did not load" in done.reason
+    held = {r["project"]: r["n"] for r in session.run(
+        "MATCH (p:Paper) RETURN p.project AS project, count(p) AS n")}
+    assert held == {project_id(out): 19, "default": 19}  # someone-else's paper is gone
 
 
 def test_each_uri_and_database_has_its_own_record(neo4j_db, seed_papers, tmp_path):
@@ -225,7 +235,7 @@ def test_an_entity_is_rewritten_exactly(neo4j_db):
     def write(**row) -> dict:
         row = {"id": "technique/x", "type": "Technique", "name": "X", "aliases": ["x1"],
                "concept": iris[0], **row}
-        session.run(SET_ENTITY, rows=[row]).consume()
+        session.run(SET_ENTITY, rows=[row], project="t").consume()
         return session.run(
             "MATCH (e:Entity {id: 'technique/x'}) OPTIONAL MATCH (e)-[:HAS_CONCEPT]->(c) "
             "RETURN labels(e) AS labels, e.name AS name, e.aliases AS aliases, "
@@ -247,7 +257,8 @@ def test_the_cli_loads_a_project_then_its_deltas(neo4j_db, seed_papers, tmp_path
     env = neo4j_env(conn)
     done = run_kg("neo4j", "load", str(out), env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"full load (no load of {out} into {conn.uri} database")
+    assert done.stdout.startswith(f"full load of project {project_id(out)} (no load of {out} "
+                                  f"into {conn.uri} database")
     assert "loaded 19 papers" in done.stdout
     assert (out / ".kg" / LOADS_FILE).is_file()
     done = run_kg("neo4j", "load", str(out), env=env)
@@ -273,3 +284,124 @@ def test_a_delta_reads_its_papers_lines_by_the_line_index_or_by_a_scan(tmp_path,
     assert [r.paper.id for r in by_index.results] == sorted(wanted)
     (opened.generation / "lines.idx").write_bytes(b"")
     assert delta_corpus(opened, wanted, []) == by_index
+
+
+def _papers_of(session, project_name: str) -> set[str]:
+    return {r["id"] for r in session.run("MATCH (p:Paper {project: $p}) RETURN p.id AS id",
+                                         p=project_name)}
+
+
+def _sharing(conn, directory, technique: str) -> set[str]:
+    done = run_kg("cypher", "papers-sharing-technique", "--param", f"technique={technique}",
+                  "--project", str(directory), "--format", "json", env=neo4j_env(conn))
+    assert done.returncode == 0, done.stderr
+    return {row["paper"] for row in json.loads(done.stdout)}
+
+
+def test_two_projects_in_one_database_each_keep_their_deltas(neo4j_db, neo4j_driver,
+                                                             seed_papers, tmp_path):
+    """Issue 25: after project A then project B were loaded into one database, every load of
+    B was a full load that created nothing and deleted nothing, so a paper removed from B
+    stayed in the answers. Each project now owns its part: B's deltas work, A's part stays."""
+    session, conn = neo4j_db
+    a, b = tmp_path / "a", tmp_path / "b"
+    project.build(a, seed_papers[:12], formats=["jsonl"])
+    project.build(b, seed_papers[:3] + seed_papers[10:], formats=["jsonl"])  # 5 in both
+    assert load_project(project.open_project(a), conn).mode == "full"
+    assert load_project(project.open_project(b), conn).mode == "full"
+    assert load_project(project.open_project(b), conn).mode == "up to date"
+    before_a = dump_part(session, project_id(a))
+    rrs = seed_papers[0].id
+    assert "Rotated Runtime Smooth" in seed_papers[0].abstract  # the one quantization paper
+    assert _sharing(conn, b, "quantization") == {rrs}
+    assert run_kg("remove", str(b), rrs).returncode == 0
+    done = load_project(project.open_project(b), conn)
+    assert done.mode == "delta" and done.delta.removed == (rrs,)
+    assert _sharing(conn, b, "quantization") == set()
+    assert _sharing(conn, a, "quantization") == {rrs}  # A still holds it
+    assert dump_part(session, project_id(a)) == before_a
+    assert load_project(project.open_project(a), conn).mode == "up to date"
+    # B's part is exactly what a clean load of B alone gives.
+    part_b = dump_part(session, project_id(b))
+    wipe(neo4j_driver, conn)
+    load_project(project.open_project(b), conn)
+    assert dump_part(session, project_id(b)) == part_b
+
+
+def dump_part(session, scope: str) -> dict[str, list[str]]:
+    """``dump`` of one project's papers and entities and of the relationships leaving them
+    (concepts are every project's)."""
+    return {key: [row for row in rows if f'"project": "{scope}"' in row]
+            for key, rows in dump(session).items() if key in ("papers", "entities")} | {
+        "relationships": _rows(session, "MATCH (s)-[r]->(o) WHERE s.project = $p RETURN s.id "
+                                        "AS s, type(r) AS t, coalesce(o.id, o.iri) AS o, "
+                                        "properties(r) AS p".replace("$p", f"'{scope}'"))}
+
+
+def test_a_full_load_removes_what_the_project_no_longer_holds(neo4j_db, seed_papers, tmp_path):
+    session, conn = neo4j_db
+    out = tmp_path / "p"
+    project.build(out, seed_papers, formats=["jsonl"])
+    load_project(project.open_project(out), conn)
+    project.remove(out, [seed_papers[0].id])
+    (out / ".kg" / LOADS_FILE).unlink()  # no record: the next load is a full one
+    done = load_project(project.open_project(out), conn)
+    assert done.mode == "full" and "cleared the 19 papers" in done.reason
+    assert _papers_of(session, project_id(out)) == {p.id for p in seed_papers[1:]}
+
+
+def test_kg_neo4j_clear_removes_one_project_or_asks_before_everything(neo4j_db, seed_papers,
+                                                                      tmp_path):
+    session, conn = neo4j_db
+    env = neo4j_env(conn)
+    a, b = tmp_path / "a", tmp_path / "b"
+    project.build(a, seed_papers[:10], formats=["jsonl"])
+    project.build(b, seed_papers[5:], formats=["jsonl"])
+    load_project(project.open_project(a), conn)
+    load_project(project.open_project(b), conn)
+    concepts = session.run("MATCH (c:Concept) RETURN count(c) AS n").single()["n"]
+    done = run_kg("neo4j", "clear", str(a), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"cleared the part of {a} in {conn.uri} database "
+                                  f"{conn.database}: deleted 10 papers")
+    assert _papers_of(session, project_id(a)) == set()
+    assert len(_papers_of(session, project_id(b))) == 14
+    assert (conn.uri, conn.database) not in read_loads(a)
+    # B's concepts stay (shared vocabulary), only those nothing reaches any more go.
+    held = session.run("MATCH (c:Concept) RETURN count(c) AS n").single()["n"]
+    assert 0 < held <= concepts
+    assert not session.run("MATCH (c:Concept) WHERE NOT EXISTS { MATCH (:Entity)-[:HAS_CONCEPT]"
+                           "->(:Concept)-[:BROADER*0..]->(c) } RETURN c LIMIT 1").peek()
+    assert load_project(project.open_project(a), conn).mode == "full"
+    # --all asks (and a "no" or no answer deletes nothing); --yes does not ask.
+    done = run_kg("neo4j", "clear", "--all", env=env)
+    assert done.returncode == 1 and "Aborted" in done.stderr
+    assert len(_papers_of(session, project_id(a))) == 10
+    done = run_kg("neo4j", "clear", "--all", "--yes", env=env)
+    assert done.returncode == 0 and "deleted 24 papers" in done.stdout, done.stdout
+    assert session.run("MATCH (n) RETURN count(n) AS n").single()["n"] == 0
+    done = run_kg("neo4j", "clear", env=env)
+    assert done.returncode == 2 and "give a project DIR, or --all" in done.stderr
+    done = run_kg("neo4j", "clear", str(tmp_path), env=env)
+    assert done.returncode == 2 and "is not a kg project" in done.stderr
+
+
+def test_a_load_that_leaves_the_part_unlike_the_project_is_an_error(neo4j_db, seed_papers,
+                                                                   tmp_path):
+    """Never report success on a load that left the database different from the project:
+    here the project says one relation more than its papers hold (as a lost write would)."""
+    _, conn = neo4j_db
+    out = tmp_path / "p"
+    project.build(out, seed_papers, formats=["jsonl"])
+    manifest_path = project.open_project(out).generation / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    relations = manifest["counts"]["relations"]
+    manifest["counts"]["relations"] += 1
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ServiceError, match=rf"holds relations {relations} \(the project has "
+                                           rf"{relations + 1}\) of project .*run `kg neo4j load"):
+        load_project(project.open_project(out), conn)
+    assert read_loads(out) == {}  # not trusted: the next load is a full one
+    done = run_kg("neo4j", "load", str(out), env=neo4j_env(conn))
+    assert done.returncode == ServiceError.exit_code and "Traceback" not in done.stderr
+    assert "is not a copy of the project" in done.stderr

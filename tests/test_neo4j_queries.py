@@ -13,12 +13,22 @@ import pytest
 
 pytest.register_assert_rewrite("neo4j_fixtures")
 
-from conftest import ROOT, paper_with  # noqa: E402
+from conftest import ROOT, SEED, paper_with  # noqa: E402
 from neo4j_fixtures import neo4j_env, run_kg, wipe  # noqa: E402
 
+from kg import project as kg_project  # noqa: E402
 from kg.errors import QueryError  # noqa: E402
-from kg.neo4j import bind_params, load, query_params, run_query  # noqa: E402
-from kg.pipeline import load_corpus  # noqa: E402
+from kg.neo4j import (  # noqa: E402
+    bind_params,
+    derived_facts,
+    load,
+    load_project,
+    project_id,
+    query_params,
+    run_query,
+    write_derived,
+)
+from kg.pipeline import load_corpus, read_papers  # noqa: E402
 
 pytest_plugins = ["neo4j_fixtures"]
 pytestmark = pytest.mark.neo4j
@@ -28,10 +38,19 @@ USES_LOTOS = ROOT / "tests" / "data" / "neo4j" / "uses-lotos.jsonl"
 
 
 @pytest.fixture(scope="module")
-def demo_graph(neo4j_driver, neo4j_conn, seed_corpus):
-    """The demo corpus loaded once for this module; yields a query runner."""
+def demo_project(tmp_path_factory):
+    """The demo corpus as a `kg build` project."""
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    kg_project.build(out, read_papers([SEED])[0], formats=["jsonl"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo_graph(neo4j_driver, neo4j_conn, demo_project):
+    """The demo project loaded once for this module (with its derived facts); yields a query
+    runner."""
     wipe(neo4j_driver, neo4j_conn)
-    load(seed_corpus, neo4j_conn)
+    load_project(kg_project.open_project(demo_project), neo4j_conn)
     with neo4j_driver.session(database=neo4j_conn.database) as session:
 
         def query(name: str, **params: str) -> list[dict]:
@@ -61,7 +80,7 @@ def ids(seed_corpus):
 
 def test_every_saved_query_declares_its_parameters():
     files = sorted(CYPHER.glob("*.cypher"))
-    assert len(files) == 6
+    assert len(files) >= 7
     for path in files:
         text = path.read_text(encoding="utf-8")
         used = set(__import__("re").findall(r"\$(\w+)", text))
@@ -99,10 +118,10 @@ def test_attention_papers_include_one_that_only_names_a_narrower_attention_conce
     assert "attention map" in by_paper[ids["fai"]]
 
 
-def test_related_papers_rank_by_shared_entities(demo_graph, ids):
+def test_related_papers_rank_by_weight(demo_graph, ids):
     rows = demo_graph("related-papers", paper=ids["rrs"], limit="20")
-    counts = [r["shared_entities"] for r in rows]
-    assert counts == sorted(counts, reverse=True)
+    weights = [r["weight"] for r in rows]
+    assert weights == sorted(weights, reverse=True) and len(rows) == 10  # 10 are stored
     assert all(r["shared_entities"] == len(r["shared"]) for r in rows)
     shared = {r["paper"]: set(r["shared"]) for r in rows}
     # Both Rotated Runtime Smooth and model folding experiment on LLaMA.
@@ -115,12 +134,16 @@ def test_related_papers_rank_by_shared_entities(demo_graph, ids):
 
 def test_techniques_a_paper_uses_together_co_occur(demo_graph, ids):
     rows = demo_graph("technique-cooccurrence", min_papers="1", limit="10000")
-    pairs = {frozenset((r["technique"], r["with_technique"])): set(r["papers"]) for r in rows}
+    pairs = {frozenset((r["technique"], r["with_technique"])): r["papers_together"]
+             for r in rows}
     # Adaptive Transformer Programs: attention mechanisms, for mechanistic interpretability.
-    assert ids["atp"] in pairs[frozenset(("attention mechanism", "mechanistic interpretability"))]
+    assert pairs[frozenset(("attention mechanism", "mechanistic interpretability"))] == 1
     assert all(r["papers_together"] >= 1 for r in rows)
     counts = [r["papers_together"] for r in rows]
     assert counts == sorted(counts, reverse=True)
+    # Pages: skip and limit walk the same order.
+    page = demo_graph("technique-cooccurrence", min_papers="1", skip="3", limit="4")
+    assert page == rows[3:7]
     assert len(demo_graph("technique-cooccurrence", min_papers="50")) == 0
 
 
@@ -129,7 +152,7 @@ def test_quantization_is_evaluated_on_wikitext2_with_llama_and_qwen(demo_graph, 
     got = {(r["kind"], r["name"]): r["papers"] for r in rows}
     assert {("Dataset", "WikiText-2"), ("Model", "LLaMA"), ("Model", "Qwen")} <= set(got)
     assert all(papers == [ids["rrs"]] for papers in got.values())
-    everything = demo_graph("datasets-models-per-technique")
+    everything = demo_graph("datasets-models-per-technique", limit="1000")
     # LOTOS trains ensembles of ResNet-18 and reports CIFAR-10.
     assert {(r["technique"], r["name"]) for r in everything} >= {
         ("ensemble learning", "CIFAR-10"), ("ensemble learning", "ResNet-18")}
@@ -165,8 +188,14 @@ def test_proposed_methods_are_listed_with_their_proposers(demo_graph, ids):
 
 
 def test_a_later_paper_that_uses_lotos_shows_up_as_its_user(
-        demo_graph, neo4j_conn, neo4j_driver, seed_corpus, ids):
-    load(load_corpus([USES_LOTOS]), neo4j_conn)  # an extraction JSONL as the second corpus
+        demo_graph, demo_project, neo4j_conn, neo4j_driver, seed_corpus, ids):
+    # An extraction JSONL loaded into the project's part, as a second corpus, and the derived
+    # facts rewritten (the users of a proposal are counted in the database).
+    scope = project_id(demo_project)
+    facts = derived_facts(kg_project.open_project(demo_project).index())
+    load(load_corpus([USES_LOTOS]), neo4j_conn, project=scope)
+    with neo4j_driver.session(database=neo4j_conn.database) as session:
+        write_derived(session, scope, facts)
     try:
         (row,) = demo_graph("proposed-and-used", method="LOTOS")
         assert row["proposed_by"] == ids["lotos"]
@@ -176,6 +205,7 @@ def test_a_later_paper_that_uses_lotos_shows_up_as_its_user(
         with neo4j_driver.session(database=neo4j_conn.database) as session:
             session.run("MATCH (p:Paper {id: 'hand-written/uses-lotos'}) DETACH DELETE p"
                         ).consume()
+            write_derived(session, scope, facts)
 
 
 def test_kg_cypher_prints_json_and_csv(demo_graph, neo4j_conn, ids):
@@ -214,3 +244,70 @@ def test_kg_cypher_is_read_only_unless_asked(demo_graph, neo4j_conn, tmp_path):
     check.write_text("MATCH (s:Scratch) RETURN count(s) AS n\n")
     assert json.loads(run_kg("cypher", str(check), "--format", "json", env=env).stdout) == [
         {"n": 0}]
+
+
+CORL = ROOT.parent / "shared" / "corpora" / "openreview-2024" / "CoRL_2024_Conference.tsv"
+
+
+def _cli_json(*args: str) -> dict:
+    done = run_kg(*args, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _numbers(query, directory) -> dict:
+    """What the saved Cypher and the CLI say of a project: technique users, the co-occurring
+    pairs, and the related papers (with scores) of its first five papers."""
+    cli = _cli_json("techniques", "--graph", str(directory), "-n", "100000")
+    pairs = cli["pairs"]
+    papers = sorted(kg_project.open_project(directory).manifest.paper_digests)[:5]
+    return {
+        "users": ({t["id"]: t["papers"] for t in cli["techniques"]},
+                  {r["id"]: r["papers"] for r in query("techniques", limit="100000")}),
+        "pairs": ([(p["names"][0], p["names"][1], p["papers"]) for p in pairs],
+                  [(r["technique"], r["with_technique"], r["papers_together"]) for r in query(
+                      "technique-cooccurrence", min_papers="1", limit=str(len(pairs)))]),
+        "related": ({pid: [(r["id"], r["score"]) for r in _cli_json(
+                        "related", pid, "--graph", str(directory))["related"]]
+                     for pid in papers},
+                    {pid: [(r["paper"], r["weight"]) for r in query("related-papers", paper=pid)]
+                     for pid in papers}),
+    }
+
+
+@pytest.mark.skipif(not CORL.is_file(), reason=f"no {CORL}")
+def test_saved_cypher_gives_the_cli_numbers_on_a_real_conference_after_a_delta(
+        demo_graph, neo4j_conn, neo4j_driver, tmp_path):
+    """Technique users, co-occurrence, related papers (issue 25): Cypher reads the derived
+    facts a load writes, equal to `kg techniques` / `kg related`, and a delta keeps them so —
+    in the project's own part, beside the demo project's."""
+    out = tmp_path / "corl"
+    assert run_kg("build", str(CORL), "-o", str(out)).returncode == 0
+    load_project(kg_project.open_project(out), neo4j_conn)
+    session = neo4j_driver.session(database=neo4j_conn.database)
+
+    def query(name: str, **params: str) -> list[dict]:
+        text = (CYPHER / f"{name}.cypher").read_text(encoding="utf-8")
+        params["project"] = project_id(out)
+        return run_query(session, text, bind_params(text, params, name))[1]
+
+    numbers = _numbers(query, out)
+    for what, (cli, cypher) in numbers.items():
+        assert cli == cypher, what
+    assert len(numbers["users"][0]) > 100 and len(numbers["pairs"][0]) > 100
+    # Every technique `kg shared` lists papers for: the same papers through Cypher.
+    for name in ("reinforcement learning", "imitation learning", "diffusion model"):
+        cli = {p["id"] for p in _cli_json("shared", name, "--graph", str(out))["papers"]}
+        assert cli == {r["paper"] for r in query("papers-sharing-technique", technique=name,
+                                                 limit="100000")}, name
+    # Remove the paper most related to the first one: every number follows the delta.
+    first = sorted(kg_project.open_project(out).manifest.paper_digests)[0]
+    gone = numbers["related"][0][first][0][0]
+    assert run_kg("remove", str(out), gone).returncode == 0
+    assert load_project(kg_project.open_project(out), neo4j_conn).mode == "delta"
+    after = _numbers(query, out)
+    for what, (cli, cypher) in after.items():
+        assert cli == cypher, what
+    assert gone not in [pid for pid, _ in after["related"][1][first]]
+    assert after["users"] != numbers["users"]
+    session.close()

@@ -19,11 +19,15 @@ from kg.exports import check_writable
 from kg.neo4j import (
     Connection,
     bind_params,
+    clear_all,
+    clear_project_dir,
     connect,
     load,
     load_project,
+    project_id,
     run_query,
     service_error,
+    service_errors,
     write_admin_csvs,
     write_cypher_script,
     write_project_admin_csvs,
@@ -78,11 +82,15 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
     directory. Loading again adds nothing; loading another corpus merges shared entities.
     Constraints and indexes are created first.
 
-    A project directory (one INPUT, built by `kg build -o DIR`) is loaded as a delta: only
-    the papers added, changed or removed since the last load into the same URI and database
-    (recorded in DIR/.kg/neo4j-loads.json) are written, and entities no paper supports any
-    more are deleted. Without a record, or when the database no longer matches it (cleared,
-    loaded by someone else), it gets a full load, and says so.
+    A project directory (one INPUT, built by `kg build -o DIR`) owns its part of the
+    database: its nodes carry the project's id (printed; `--param project=ID` in saved
+    queries), beside other projects' parts. It is loaded as a delta: only the papers added,
+    changed or removed since the last load into the same URI and database (recorded in
+    DIR/.kg/neo4j-loads.json) are written, and entities no paper supports any more are
+    deleted. Without a record, or when its part no longer matches it, its part is cleared
+    and loaded whole, and it says why. Then the derived facts the saved queries read
+    (technique users, co-occurrence, related papers) are rewritten and the part's counts
+    checked against the project: a difference is an error saying what to run.
 
     \b
     Examples:
@@ -117,7 +125,7 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
                 report = load_project(open_project(inputs[0]), conn,
                                       papers_per_batch=batch_size, tx_timeout=tx_timeout,
                                       on_retry=on_retry, on_batch=on_batch, on_plan=on_plan,
-                                      driver=driver)
+                                      driver=driver, workers=workers)
             else:
                 notices: list[str] = []
                 corpus = load_corpus(inputs, strict=strict, workers=workers, progress=tty,
@@ -130,6 +138,41 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
     finally:
         driver.close()
     click.echo(report.summary())
+
+
+@neo4j.command("clear")
+@click.argument("directory", required=False, type=click.Path(file_okay=False))
+@click.option("--all", "everything", is_flag=True,
+              help="Delete everything in the database, every project's part and the rest.")
+@click.option("--yes", is_flag=True, help="Do not ask before --all.")
+@connection_options
+def clear_cmd(directory, everything, yes, conn):
+    """Delete a project's part of the database (DIR), or everything (--all).
+
+    The project's papers and entities go with their relationships, then the concepts no
+    other project uses; other projects' parts stay. Its load record is dropped, so the next
+    `kg neo4j load DIR` is a full load.
+
+    \b
+    Examples:
+      kg neo4j clear exports/
+      kg neo4j clear --all --yes
+    """
+    if bool(directory) == everything:
+        raise click.UsageError("give a project DIR, or --all (not both)")
+    if everything and not yes:
+        click.confirm(f"Delete everything in {conn.uri} database {conn.database}?",
+                      abort=True)
+    driver = connect(conn)
+    try:
+        with driver.session(database=conn.database) as session, service_errors(conn):
+            if everything:
+                click.echo(clear_all(session).summary(f"{conn.uri} database {conn.database}"))
+            else:
+                click.echo(clear_project_dir(Path(directory), conn, session).summary(
+                    f"the part of {directory} in {conn.uri} database {conn.database}"))
+    finally:
+        driver.close()
 
 
 def resolve_query_file(name: str) -> Path:
@@ -196,8 +239,11 @@ def format_rows(keys: list[str], rows: list[dict], fmt: str) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
               show_default=True)
 @click.option("--write", is_flag=True, help="Allow the query to write (default: read-only).")
+@click.option("--project", "project_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Ask only project DIR's part of the database (sets --param project to "
+                   "its id).")
 @connection_options
-def cypher(query_file, params, fmt, write, conn):
+def cypher(query_file, params, fmt, write, project_dir, conn):
     """Run a saved, parameterised Cypher query (a file, or a name from cypher/).
 
     Values are sent as query parameters, never pasted into the query text. The header
@@ -207,6 +253,7 @@ def cypher(query_file, params, fmt, write, conn):
     Examples:
       kg cypher papers-sharing-technique --param technique=quantization
       kg cypher cypher/related-papers.cypher --param paper=p-05c5fc60b666 --format json
+      kg cypher techniques --project exports/ --param limit=10 --param skip=10
     """
     # The driver itself only here, where a query runs: its import takes 0.2 s of CPU.
     import neo4j as driver_pkg
@@ -214,7 +261,13 @@ def cypher(query_file, params, fmt, write, conn):
 
     path = resolve_query_file(query_file)
     text = path.read_text(encoding="utf-8")
-    bound = bind_params(text, _parse_params(params), str(path))
+    given = _parse_params(params)
+    if project_dir is not None:
+        if not (Path(project_dir) / ".kg").is_dir():
+            raise click.BadParameter(f"{project_dir} is not a kg project (no .kg folder)",
+                                     param_hint="--project")
+        given["project"] = project_id(Path(project_dir))
+    bound = bind_params(text, given, str(path))
     driver = connect(conn)
     mode = driver_pkg.WRITE_ACCESS if write else driver_pkg.READ_ACCESS
     try:

@@ -24,6 +24,7 @@ from kg.exports import ADMIN_FILES, ADMIN_NAME, check_export_dir, replacing
 from kg.io import read_jsonl
 from kg.model import Corpus, Entity, PaperResult
 from kg.neo4j.rows import (
+    DEFAULT_PROJECT,
     REL_TYPES,
     SCHEMA,
     closed_concept_rows,
@@ -31,15 +32,18 @@ from kg.neo4j.rows import (
     entity_row,
     subject_label,
 )
+from kg.neo4j.scope import project_id
 from kg.vocab import load_vocabulary
 
 ARRAY_DELIMITER = ";"
 DEFAULT_SHARD_PAPERS = 5000
 _REL_PROPS = ["paper", "evidence", "start:int", "end:int", "rule", "confidence:double"]
 ADMIN_HEADERS: dict[str, list[str]] = {
-    "papers.csv": ["id:ID(Paper)", ":LABEL", "title", "label", "abstract", "authors:string[]",
-                   "keywords:string[]", "venue", "year:int", "url"],
-    "entities.csv": ["id:ID(Entity)", ":LABEL", "type", "name", "aliases:string[]", "concept"],
+    "papers.csv": ["id:ID(Paper)", ":LABEL", "project", "title", "label", "abstract",
+                   "authors:string[]", "keywords:string[]", "venue", "year:int", "url", "date",
+                   "categories:string[]", "links:string[]"],
+    "entities.csv": ["id:ID(Entity)", ":LABEL", "project", "type", "name", "aliases:string[]",
+                     "concept"],
     "concepts.csv": ["iri:ID(Concept)", ":LABEL", "label", "type", "alt_labels:string[]"],
     "rel_paper_entity.csv": [":START_ID(Paper)", ":END_ID(Entity)", ":TYPE", *_REL_PROPS],
     "rel_entity_entity.csv": [":START_ID(Entity)", ":END_ID(Entity)", ":TYPE", *_REL_PROPS],
@@ -56,18 +60,21 @@ def _array(values: Iterable[str]) -> str:
     return ARRAY_DELIMITER.join(v.replace(ARRAY_DELIMITER, ",") for v in values)
 
 
-def _paper_rows(results: Iterable[PaperResult]) -> list[list[Any]]:
-    return [[r.paper.id, "Paper", r.paper.title or "", r.paper.label, r.paper.abstract,
-             _array(r.paper.authors), _array(r.paper.keywords), r.paper.venue or "",
-             "" if r.paper.year is None else r.paper.year, r.paper.url or ""]
+def _paper_rows(results: Iterable[PaperResult], project: str) -> list[list[Any]]:
+    return [[r.paper.id, "Paper", project, r.paper.title or "", r.paper.label,
+             r.paper.abstract, _array(r.paper.authors), _array(r.paper.keywords),
+             r.paper.venue or "", "" if r.paper.year is None else r.paper.year,
+             r.paper.url or "", r.paper.date or "", _array(r.paper.categories),
+             _array(r.paper.links)]
             for r in sorted(results, key=lambda r: r.paper.id)]
 
 
-def _entity_rows(entities: Iterable[Entity]) -> tuple[list[list[Any]], list[list[Any]]]:
+def _entity_rows(entities: Iterable[Entity], project: str
+                 ) -> tuple[list[list[Any]], list[list[Any]]]:
     """Rows of entities.csv and has_concept.csv, by entity id."""
     rows = [entity_row(e) for e in sorted(entities, key=lambda e: e.id)]
-    return ([[e["id"], f"Entity;{e['type']}", e["type"], e["name"], _array(e["aliases"]),
-              e["concept"] or ""] for e in rows],
+    return ([[e["id"], f"Entity;{e['type']}", project, e["type"], e["name"],
+              _array(e["aliases"]), e["concept"] or ""] for e in rows],
             [[e["id"], e["concept"], "HAS_CONCEPT"] for e in rows if e["concept"]])
 
 
@@ -117,16 +124,18 @@ def _finish_admin_dir(out_dir: Path, written: list[Path], nodes: Sequence[str],
     return [*written, script]
 
 
-def write_admin_csvs(corpus: Corpus, out_dir: Path, *, vocabulary=None) -> list[Path]:
+def write_admin_csvs(corpus: Corpus, out_dir: Path, *, vocabulary=None,
+                     project: str = DEFAULT_PROJECT) -> list[Path]:
     """Write nodes/relationships CSVs and ``import.sh`` for ``neo4j-admin database import``.
 
-    ID spaces keep paper ids, entity ids and concept IRIs apart (``:ID(Paper)`` etc.). For a
-    project of any size, ``write_project_admin_csvs`` writes the same rows in shards.
+    ID spaces keep paper ids, entity ids and concept IRIs apart (``:ID(Paper)`` etc.); papers
+    and entities carry ``project`` as ``kg neo4j load`` writes it. For a project of any size,
+    ``write_project_admin_csvs`` writes the same rows in shards.
     """
-    entities, has_concept = _entity_rows(corpus.entities.values())
+    entities, has_concept = _entity_rows(corpus.entities.values(), project)
     paper_rels, entity_rels = _relation_rows(
         sorted(corpus.results, key=lambda r: r.paper.id), corpus.entities)
-    tables = {"papers.csv": _paper_rows(corpus.results), "entities.csv": entities,
+    tables = {"papers.csv": _paper_rows(corpus.results, project), "entities.csv": entities,
               "rel_paper_entity.csv": paper_rels, "rel_entity_entity.csv": entity_rels,
               "has_concept.csv": has_concept, **_concept_tables(*concept_rows(corpus, vocabulary))}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -147,7 +156,8 @@ def shard_name(table: str, number: int | None = None) -> str:
 
 
 def write_admin_shards(batches: Iterable[Corpus], out_dir: Path, *, vocabulary=None,
-                       on_batch: Callable[[int], None] | None = None) -> list[Path]:
+                       on_batch: Callable[[int], None] | None = None,
+                       project: str = DEFAULT_PROJECT) -> list[Path]:
     """Write the neo4j-admin CSVs of a corpus given a batch of papers at a time.
 
     Each batch is a Corpus holding some papers' results and (at least) the entities they
@@ -178,7 +188,7 @@ def write_admin_shards(batches: Iterable[Corpus], out_dir: Path, *, vocabulary=N
         fresh = [e for eid, e in batch.entities.items() if eid not in placed]
         placed.update(e.id for e in fresh)
         used |= vocabulary.closure(e.concept for e in fresh if e.concept)
-        tables = _shard_tables(batch, fresh)
+        tables = _shard_tables(batch, fresh, project)
         for table in SHARDED:
             if tables[table]:
                 shards[table].append(
@@ -196,11 +206,12 @@ def write_admin_shards(batches: Iterable[Corpus], out_dir: Path, *, vocabulary=N
     return _finish_admin_dir(out_dir, written, groups[:3], groups[3:])
 
 
-def _shard_tables(batch: Corpus, fresh: list[Entity]) -> dict[str, list[list[Any]]]:
+def _shard_tables(batch: Corpus, fresh: list[Entity], project: str
+                  ) -> dict[str, list[list[Any]]]:
     """The rows a batch adds to each sharded table (``fresh``: its entities not yet written)."""
-    entities, has_concept = _entity_rows(fresh)
+    entities, has_concept = _entity_rows(fresh, project)
     paper_rels, entity_rels = _relation_rows(batch.results, batch.entities)
-    return {"papers.csv": _paper_rows(batch.results), "entities.csv": entities,
+    return {"papers.csv": _paper_rows(batch.results, project), "entities.csv": entities,
             "rel_paper_entity.csv": paper_rels, "rel_entity_entity.csv": entity_rels,
             "has_concept.csv": has_concept}
 
@@ -260,7 +271,9 @@ def write_project_admin_csvs(project, out_dir: Path, *,
                              papers_per_shard: int = DEFAULT_SHARD_PAPERS, vocabulary=None,
                              on_batch: Callable[[int], None] | None = None) -> list[Path]:
     """``write_admin_shards`` over ``project_batches``: a project of any size, in bounded
-    memory (a shard's papers at a time, plus the set of entity ids written).
+    memory (a shard's papers at a time, plus the set of entity ids written), its papers and
+    entities in the project's scope (``kg.neo4j.scope.project_id``). An import holds no
+    derived facts: `kg neo4j load DIR` afterwards (a full load) writes them.
 
     >>> import tempfile
     >>> from kg.ingest import IngestOptions, read_inputs
@@ -274,7 +287,8 @@ def write_project_admin_csvs(project, out_dir: Path, *,
     ['papers-000001.csv', 'papers-000002.csv', 'papers.header.csv']
     """
     return write_admin_shards(project_batches(project, papers_per_shard), out_dir,
-                              vocabulary=vocabulary, on_batch=on_batch)
+                              vocabulary=vocabulary, on_batch=on_batch,
+                              project=project_id(project.root))
 
 
 def admin_import_script(nodes: Sequence[str] = ADMIN_FILES[:3],

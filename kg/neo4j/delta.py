@@ -1,9 +1,11 @@
 """A project loaded into Neo4j delta by delta.
 
-`kg neo4j load DIR` records in DIR/.kg/neo4j-loads.json, per Bolt URI and database, the
-digests of the papers and entities it loaded there (those of DIR's manifest) and the counts
-it left. The next load compares them with the manifest and writes only the difference;
-anything it cannot vouch for (no record, counts or papers that differ) gets a full load. A
+`kg neo4j load DIR` records in DIR/.kg/neo4j-loads.json the project's id (``kg.neo4j.scope``:
+the ``project`` property of its nodes) and, per Bolt URI and database, the digests of the
+papers and entities it loaded there (those of DIR's manifest) and the counts of its part it
+left. The next load compares them with the manifest and writes only the difference; anything
+it cannot vouch for (no record, counts or papers of its part that differ) gets a full load,
+which first clears the project's part. Other projects' parts are never read or touched. A
 delta leaves the database as a clean load of the project would; see ``plan_delta``.
 """
 
@@ -17,13 +19,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kg.errors import KgError
+from kg.errors import InputError, KgError, ServiceError
 from kg.exports import replacing
 from kg.io import read_jsonl
 from kg.model import ENTITY_TYPES, Corpus
 from kg.neo4j.connection import Connection, driver_for, service_errors
+from kg.neo4j.derived import derived_facts, write_derived
 from kg.neo4j.loader import LoadReport, commit_batches, ensure_schema, load
-from kg.neo4j.queries import db_counts
 from kg.neo4j.rows import (
     DEFAULT_BATCH_PAPERS,
     MERGE_BROADER,
@@ -36,30 +38,40 @@ from kg.neo4j.rows import (
     group_rows,
     paper_props,
 )
+from kg.neo4j.scope import (
+    LOADS_FILE,
+    Cleared,
+    check_counts,
+    clear_project,
+    project_counts,
+    project_id,
+    unscoped_papers,
+)
 
-LOADS_FILE = "neo4j-loads.json"
 LOADS_FORMAT = "kg-neo4j-loads"
-LOADS_VERSION = 1
+LOADS_VERSION = 2  # 2: the project id; nodes scoped by it (a version 1 record is not trusted)
 
 DELETE_PAPERS = """\
 UNWIND $rows AS id
-MATCH (p:Paper {id: id})
+MATCH (p:Paper {project: $project, id: id})
 DETACH DELETE p"""
 
 # Entity → entity relations ("A outperforms B") carry the paper that asserts them.
 DELETE_ENTITY_RELATIONS = """\
-MATCH (:Entity)-[r]->(:Entity)
+MATCH (s:Entity {project: $project})-[r]->(:Entity)
 WHERE r.paper IN $rows
 DELETE r"""
 
 DELETE_ENTITIES = """\
 UNWIND $rows AS id
-MATCH (e:Entity {id: id})
+MATCH (e:Entity {project: $project, id: id})
 DETACH DELETE e"""
 
+# Concepts are shared by every project: one goes only when no entity at all reaches it.
 DELETE_CONCEPTS = """\
 UNWIND $rows AS iri
 MATCH (c:Concept {iri: iri})
+WHERE NOT EXISTS { MATCH (:Entity)-[:HAS_CONCEPT]->(:Concept)-[:BROADER*0..]->(c) }
 DETACH DELETE c"""
 
 DELETE_BROADER = """\
@@ -74,7 +86,7 @@ DELETE b"""
 # planning, not writing, is most of a small delta's time in Neo4j.
 SET_ENTITY = f"""\
 UNWIND $rows AS row
-MERGE (e:Entity {{id: row.id}})
+MERGE (e:Entity {{project: $project, id: row.id}})
 REMOVE e:{':'.join(ENTITY_TYPES)}
 SET e.type = row.type, e.name = row.name, e.aliases = row.aliases, e.concept = row.concept
 {chr(10).join(f"FOREACH (_ IN CASE WHEN row.type = '{t}' THEN [1] ELSE [] END | SET e:{t})"
@@ -101,7 +113,7 @@ class LoadRecord:
     papers: dict[str, str | None]  # paper id → digest (kg.project's Manifest.paper_digests)
     entities: dict[str, str | None]  # entity id → digest
     concepts: tuple[str, ...]  # concept IRIs
-    counts: dict[str, int] | None  # db_counts() after the load
+    counts: dict[str, int] | None  # project_counts() after the load
 
     @property
     def complete(self) -> bool:
@@ -140,7 +152,8 @@ def write_loads(root: Path, loads: dict[tuple[str, str], LoadRecord]) -> None:
     for (uri, database), record in sorted(loads.items()):
         by_uri.setdefault(uri, {})[database] = record.as_dict()
     # Compact: json's C encoder does not indent, and this file has two digests per paper.
-    text = json.dumps({"format": LOADS_FORMAT, "version": LOADS_VERSION, "loads": by_uri},
+    text = json.dumps({"format": LOADS_FORMAT, "version": LOADS_VERSION,
+                       "project": project_id(root), "loads": by_uri},
                       ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     with replacing(Path(root) / ".kg" / LOADS_FILE) as tmp:
         tmp.write_text(text + "\n", encoding="utf-8")
@@ -270,26 +283,28 @@ def delta_corpus(project, papers: Iterable[str], entities: Iterable[str]) -> Cor
     return Corpus(corpus.results, {**corpus.entities, **{e: index.entities[e] for e in others}})
 
 
-def _mismatch(session, record: LoadRecord) -> str | None:
-    """Why the database is not (or may not be) in the recorded state; None when it is."""
-    ids = set(session.run("MATCH (p:Paper) RETURN collect(p.id) AS ids").single()["ids"])
+def _mismatch(session, record: LoadRecord, project: str) -> str | None:
+    """Why the project's part of the database is not (or may not be) in the recorded state;
+    None when it is."""
+    ids = set(session.run("MATCH (p:Paper {project: $project}) RETURN collect(p.id) AS ids",
+                          project=project).single()["ids"])
     if not ids and record.papers:
-        return (f"the database has no papers although {len(record.papers):,} were loaded "
-                "(it was cleared or replaced)")
+        return (f"the database has none of the project's papers although "
+                f"{len(record.papers):,} were loaded (it was cleared or replaced)")
     foreign = sorted(ids - set(record.papers))
     if foreign:
-        return (f"the database holds {len(foreign):,} paper(s) this project did not load "
-                f"there (e.g. {foreign[0]})")
+        return (f"the project's part holds {len(foreign):,} paper(s) this project did not "
+                f"load there (e.g. {foreign[0]})")
     missing = sorted(p for p, d in record.papers.items() if d is not None and p not in ids)
     if missing:
         return (f"{len(missing):,} paper(s) the record says were loaded are missing "
                 f"(e.g. {missing[0]})")
     if record.counts is not None:
-        now = db_counts(session)
+        now = project_counts(session, project)
         if now != record.counts:
             differ = ", ".join(f"{k} {record.counts.get(k, 0):,} → {now[k]:,}"
                                for k in now if now[k] != record.counts.get(k, 0))
-            return f"the database changed since the last load ({differ})"
+            return f"the project's part changed since the last load ({differ})"
     return None
 
 
@@ -305,15 +320,29 @@ class ProjectLoad:
     load: LoadReport = field(default_factory=LoadReport)
     generation: int = 0
     previous: int = 0  # the generation the delta started from
+    derived_seconds: float = 0.0  # of ``seconds``: computing and writing the derived facts
+    counts: dict[str, int] | None = None  # the project's part after the load (checked)
+
+    def _checked(self) -> str:
+        if self.counts is None:
+            return ""
+        c = self.counts
+        return (f"\nderived facts (technique users, co-occurrence, related papers) rewritten in "
+                f"{self.derived_seconds:.1f}s; checked: the database holds the project's "
+                f"{c['papers']:,} papers, {c['entities']:,} entities and {c['relations']:,} "
+                "relations")
 
     def summary(self) -> str:
         if self.mode == "up to date":
             return (f"up to date: {self.where} holds generation {self.generation} of "
-                    f"{self.root} ({self.load.papers:,} papers); nothing to load")
+                    f"{self.root} (project {self.load.project}, {self.load.papers:,} "
+                    "papers); nothing to load")
         if self.mode == "full":
-            return f"full load ({self.reason})\n{self.load.summary()}"
+            return (f"full load of project {self.load.project} ({self.reason})\n"
+                    f"{self.load.summary()}{self._checked()}")
         d, r = self.delta, self.load
-        text = (f"delta from generation {self.previous} to {self.generation} ({self.where}): "
+        text = (f"project {self.load.project}: delta from generation {self.previous} to "
+                f"{self.generation} ({self.where}): "
                 f"{len(d.added)} paper(s) added, {len(d.changed)} changed, {len(d.removed)} "
                 f"removed; {len(d.entities_set)} entities written, {len(d.entities_removed)} "
                 f"removed; {len(d.concepts_added)} concepts added, {len(d.concepts_removed)} "
@@ -322,16 +351,20 @@ class ProjectLoad:
                 f"{r.nodes_created} nodes and {r.relationships_created} relationships")
         if r.retried:
             text += f"; retried once: {', '.join(r.retried)}"
-        return text
+        return text + self._checked()
 
 
 def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_BATCH_PAPERS,
                  tx_timeout: float | None = 300.0, vocabulary=None,
                  on_retry: Callable[[Batch, BaseException], None] | None = None,
                  on_batch: Callable[[Batch], None] | None = None,
-                 on_plan: Callable[[int], None] | None = None, driver=None) -> ProjectLoad:
-    """Bring the database up to ``project`` (a ``kg.project.Project``): only the delta since
-    the load recorded for ``conn``'s URI and database, else a full load (saying why).
+                 on_plan: Callable[[int], None] | None = None, driver=None,
+                 workers: int = 1) -> ProjectLoad:
+    """Bring the project's part of the database up to ``project`` (a ``kg.project.Project``):
+    only the delta since the load recorded for ``conn``'s URI and database, else a full load
+    (saying why) that first clears the part. Then its derived facts (``kg.neo4j.derived``,
+    ``workers`` processes) are rewritten, and the part's counts checked against the project:
+    a difference raises ServiceError (and the next load is a full one).
 
     ``on_plan`` gets the number of papers about to be written. The record is rewritten only
     once the database holds the project's state; before a delta it is marked uncertain for
@@ -344,7 +377,7 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
     """
     started = time.perf_counter()
     root, manifest = Path(project.root), project.manifest
-    key = (conn.uri, conn.database)
+    key, scope = (conn.uri, conn.database), project_id(project.root)
     where = f"{conn.uri} database {conn.database}"
     loads = read_loads(root)
     record = loads.get(key)
@@ -355,9 +388,9 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
     with driver_for(conn, driver) as driver, driver.session(database=conn.database) as session:
         with service_errors(conn):
             reason = (f"no load of {root} into {where} is recorded" if record is None
-                      else _mismatch(session, record))
+                      else _mismatch(session, record, scope))
         if reason:
-            result = _full_load(session, project, conn, where, reason, driver=driver,
+            result = _full_load(session, project, conn, where, reason, scope, driver=driver,
                                 vocabulary=vocabulary, on_plan=on_plan, **options)
         else:
             delta = project_delta(record, target.papers, target.entities,
@@ -365,13 +398,21 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
             result = ProjectLoad(root, where, "delta" if delta else "up to date",
                                  delta=delta, generation=manifest.generation,
                                  previous=record.generation)
+            result.load.project = scope
             if delta:
                 _apply_delta(session, project, conn, delta, record, target, loads,
                              result.load, vocabulary=vocabulary, on_plan=on_plan, **options)
             else:
                 result.load.papers = len(target.papers)
+        if result.mode != "up to date":
+            derived_started = time.perf_counter()
+            facts = derived_facts(project.index(), workers)
+            with service_errors(conn):
+                write_derived(session, scope, facts)
+            result.derived_seconds = time.perf_counter() - derived_started
         with service_errors(conn):
-            counts = db_counts(session)
+            counts = _checked_counts(session, project, scope, loads, key)
+    result.counts = counts
     done = replace(target, counts=counts)
     if loads.get(key) != done:
         write_loads(root, {**loads, key: done})
@@ -379,23 +420,45 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
     return result
 
 
-def _full_load(session, project, conn: Connection, where: str, reason: str, *, driver,
-               vocabulary, on_plan: Callable[[int], None] | None, **options: Any) -> ProjectLoad:
-    """``load`` of the whole project (``reason`` says why), into ``driver``'s database."""
+def _checked_counts(session, project, scope: str, loads: dict, key: tuple[str, str]
+                    ) -> dict[str, int]:
+    """The project's counts in the database after a load, checked against its manifest; on a
+    difference the record is dropped (the next load is a full one) and ServiceError says so."""
+    counts = project_counts(session, scope)
+    manifest = project.manifest
+    expected = {"papers": len(manifest.paper_digests),
+                "entities": len(manifest.entity_digests),
+                "relations": manifest.counts.get("relations", counts["relations"])}
+    try:
+        check_counts(session, scope, expected,
+                     f"run `kg neo4j load {project.root}` again: with no trusted record it "
+                     f"clears the project's part and loads it whole")
+    except ServiceError:
+        write_loads(project.root, {k: v for k, v in loads.items() if k != key})
+        raise
+    return counts
+
+
+def _full_load(session, project, conn: Connection, where: str, reason: str, scope: str, *,
+               driver, vocabulary, on_plan: Callable[[int], None] | None,
+               **options: Any) -> ProjectLoad:
+    """The project's part cleared, then ``load`` of the whole project (``reason`` says why)."""
     with service_errors(conn):
-        held = db_counts(session)
-    if held["papers"] or held["entities"]:
-        # MERGE adds and updates, never deletes: say what may be left over.
-        reason += (f"; the database already held {held['papers']:,} papers and "
-                   f"{held['entities']:,} entities, which stay (clear it first for "
-                   "an exact copy of the project)")
+        cleared = clear_project(session, scope)
+        old = unscoped_papers(session)
+    if cleared.papers or cleared.entities:
+        reason += (f"; cleared the {cleared.papers:,} papers and {cleared.entities:,} "
+                   "entities of the project's part first")
+    if old:
+        reason += (f"; the database also holds {old:,} papers loaded by an older kg (no "
+                   "project): `kg neo4j clear --all --yes` removes everything")
     corpus = project.corpus()
     if on_plan:
         on_plan(len(corpus))
     result = ProjectLoad(Path(project.root), where, "full", reason,
                          generation=project.manifest.generation)
     result.load = load(corpus, conn, vocabulary=vocabulary or project.vocabulary(),
-                       driver=driver, **options)
+                       driver=driver, project=scope, **options)
     return result
 
 
@@ -425,3 +488,17 @@ def _apply_delta(session, project, conn: Connection, delta: ProjectDelta, record
         ensure_schema(session)
     commit_batches(session, batches, conn, tx_timeout, report, on_retry, on_batch,
                    "re-run the load: it finishes the delta")
+
+
+def clear_project_dir(root: Path, conn: Connection, session) -> Cleared:
+    """Delete project ``root``'s part of ``conn``'s database and drop its load record there
+    (the next load is a full one)."""
+    root = Path(root)
+    if not (root / ".kg").is_dir():
+        raise InputError(f"{root} is not a kg project (it has no .kg folder): give the "
+                         "directory `kg build -o DIR` wrote, or --all")
+    cleared = clear_project(session, project_id(root))
+    loads = read_loads(root)
+    if (conn.uri, conn.database) in loads:
+        write_loads(root, {k: v for k, v in loads.items() if k != (conn.uri, conn.database)})
+    return cleared

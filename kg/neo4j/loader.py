@@ -22,8 +22,10 @@ from kg.neo4j.connection import (
 )
 from kg.neo4j.rows import (
     DEFAULT_BATCH_PAPERS,
+    DEFAULT_PROJECT,
     MERGE_BROADER,
     MERGE_CONCEPTS,
+    OLD_SCHEMA,
     SCHEMA,
     Batch,
     chunks,
@@ -36,6 +38,7 @@ from kg.neo4j.rows import (
 class LoadReport:
     """What a load did: input sizes, what Neo4j created, retries, time."""
 
+    project: str = DEFAULT_PROJECT  # the scope it loaded into
     papers: int = 0
     entities: int = 0
     concepts: int = 0
@@ -58,19 +61,22 @@ class LoadReport:
 
 
 def ensure_schema(session) -> None:
-    """Create kg's uniqueness constraints and indexes (idempotent)."""
-    for statement in SCHEMA:
+    """Create kg's uniqueness constraints and indexes (idempotent), dropping those of databases
+    loaded before a project owned its part."""
+    for statement in (*OLD_SCHEMA, *SCHEMA):
         session.run(statement).consume()
 
 
 def _run_batch(session, statements: Iterable[tuple[str, list[dict]]], timeout: float | None,
                report: LoadReport, chunk: int = 5000) -> None:
+    # Every statement scopes what it writes with $project (unused ones ignore it).
     tx = session.begin_transaction(timeout=timeout)
     try:
         created_nodes = created_rels = 0
         for query, rows in statements:
             for part in chunks(rows, chunk):
-                counters = tx.run(query, rows=list(part)).consume().counters
+                counters = tx.run(query, rows=list(part),
+                                  project=report.project).consume().counters
                 created_nodes += counters.nodes_created
                 created_rels += counters.relationships_created
         tx.commit()
@@ -119,8 +125,12 @@ def commit_batches(session, batches: Iterable[Batch], conn: Connection,
 def load(corpus: Corpus, conn: Connection, *, papers_per_batch: int = DEFAULT_BATCH_PAPERS,
          tx_timeout: float | None = 300.0, vocabulary=None,
          on_retry: Callable[[Batch, BaseException], None] | None = None,
-         on_batch: Callable[[Batch], None] | None = None, driver=None) -> LoadReport:
+         on_batch: Callable[[Batch], None] | None = None, driver=None,
+         project: str = DEFAULT_PROJECT) -> LoadReport:
     """MERGE ``corpus`` into Neo4j: schema, concepts, then whole-paper batches.
+
+    Papers and entities are written in the scope ``project`` (a node property): loads into
+    one scope merge, other scopes are untouched (``kg.neo4j.delta`` gives each project its own).
 
     Each batch is one transaction; a failed batch is rolled back, retried once (reported in
     ``LoadReport.retried`` and to ``on_retry``), and a second failure raises ServiceError naming
@@ -131,7 +141,7 @@ def load(corpus: Corpus, conn: Connection, *, papers_per_batch: int = DEFAULT_BA
         report = load(run(["examples/iclr2025-seed.txt"]), Connection.from_env())
     """
     started = time.perf_counter()
-    report = LoadReport(papers=len(corpus), entities=len(corpus.entities),
+    report = LoadReport(project=project, papers=len(corpus), entities=len(corpus.entities),
                         relations=sum(len(r.relations) for r in corpus.results))
     batches = plan_batches(corpus, papers_per_batch)
     concepts, broader = concept_rows(corpus, vocabulary)

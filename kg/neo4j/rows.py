@@ -20,6 +20,9 @@ from kg.model import ENTITY_TYPES, PREDICATES, Corpus, Entity, Paper, PaperResul
 from kg.vocab import load_vocabulary
 
 DEFAULT_BATCH_PAPERS = 250
+# The scope of a load that is not a project's (`kg neo4j load FILE…`, `kg export`): such loads
+# MERGE into one shared scope, as every load did before projects owned their part.
+DEFAULT_PROJECT = "default"
 
 
 def rel_type(predicate: str) -> str:
@@ -34,13 +37,27 @@ REL_TYPES: dict[str, str] = {p: rel_type(p) for p in PREDICATES}
 # ---------------------------------------------------------------------------------------------
 # Cypher statements. Labels/types are interpolated only from the whitelists above.
 
+# Papers and entities are unique per project (kg.neo4j's module doc: a project owns its part).
 SCHEMA: tuple[str, ...] = (
-    "CREATE CONSTRAINT kg_paper_id IF NOT EXISTS FOR (p:Paper) REQUIRE p.id IS UNIQUE",
-    "CREATE CONSTRAINT kg_entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE",
+    "CREATE CONSTRAINT kg_paper_key IF NOT EXISTS FOR (p:Paper) REQUIRE (p.project, p.id) "
+    "IS UNIQUE",
+    "CREATE CONSTRAINT kg_entity_key IF NOT EXISTS FOR (e:Entity) REQUIRE (e.project, e.id) "
+    "IS UNIQUE",
     "CREATE CONSTRAINT kg_concept_iri IF NOT EXISTS FOR (c:Concept) REQUIRE c.iri IS UNIQUE",
     "CREATE INDEX kg_entity_name IF NOT EXISTS FOR (e:Entity) ON (e.name)",
     "CREATE INDEX kg_entity_type IF NOT EXISTS FOR (e:Entity) ON (e.type)",
     "CREATE INDEX kg_concept_label IF NOT EXISTS FOR (c:Concept) ON (c.label)",
+    "CREATE INDEX kg_paper_id_lookup IF NOT EXISTS FOR (p:Paper) ON (p.id)",
+    "CREATE INDEX kg_entity_id_lookup IF NOT EXISTS FOR (e:Entity) ON (e.id)",
+    "CREATE INDEX kg_technique_users IF NOT EXISTS FOR (t:Technique) ON (t.users)",
+    "CREATE INDEX kg_cooccurs_rank IF NOT EXISTS FOR ()-[c:CO_OCCURS]-() ON (c.rank)",
+    "CREATE INDEX kg_proposes_rank IF NOT EXISTS FOR ()-[r:PROPOSES]-() ON (r.rank)",
+)
+# What databases loaded before projects owned their part hold: a paper id unique across the
+# database would refuse a second project's copy of a paper (dropped before SCHEMA is created).
+OLD_SCHEMA: tuple[str, ...] = (
+    "DROP CONSTRAINT kg_paper_id IF EXISTS",
+    "DROP CONSTRAINT kg_entity_id IF EXISTS",
 )
 
 MERGE_CONCEPTS = """\
@@ -56,7 +73,7 @@ MERGE (child)-[:BROADER]->(parent)"""
 
 MERGE_PAPERS = """\
 UNWIND $rows AS row
-MERGE (p:Paper {id: row.id})
+MERGE (p:Paper {project: $project, id: row.id})
 SET p += row.props"""
 
 
@@ -65,7 +82,7 @@ def _merge_entities(type_: str) -> str:
     # Aliases are unioned so a second corpus adds its spellings instead of replacing them.
     return f"""\
 UNWIND $rows AS row
-MERGE (e:Entity {{id: row.id}})
+MERGE (e:Entity {{project: $project, id: row.id}})
 SET e:{type_}, e.type = row.type, e.name = coalesce(e.name, row.name),
     e.concept = coalesce(e.concept, row.concept),
     e.aliases = reduce(acc = coalesce(e.aliases, []), a IN row.aliases |
@@ -78,8 +95,8 @@ MERGE (e)-[:HAS_CONCEPT]->(c)"""
 def _merge_relations(rtype: str, subject_label: str) -> str:
     return f"""\
 UNWIND $rows AS row
-MATCH (s:{subject_label} {{id: row.subject}})
-MATCH (o:Entity {{id: row.object}})
+MATCH (s:{subject_label} {{project: $project, id: row.subject}})
+MATCH (o:Entity {{project: $project, id: row.object}})
 MERGE (s)-[r:{rtype} {{paper: row.paper, start: row.start, end: row.end, rule: row.rule}}]->(o)
 SET r.evidence = row.evidence, r.confidence = row.confidence"""
 
@@ -99,7 +116,9 @@ def paper_props(paper: Paper) -> dict[str, Any]:
     props: dict[str, Any] = {"title": paper.title, "label": paper.label or None,
                              "abstract": paper.abstract, "authors": list(paper.authors) or None,
                              "keywords": list(paper.keywords) or None, "venue": paper.venue,
-                             "year": paper.year, "url": paper.url}
+                             "year": paper.year, "url": paper.url, "date": paper.date,
+                             "categories": list(paper.categories) or None,
+                             "links": list(paper.links) or None}
     return {k: v for k, v in props.items() if v is not None}
 
 

@@ -15,7 +15,16 @@ from typing import Any
 from kg.errors import KgError, QueryError
 from kg.exports import replacing
 from kg.model import Corpus
-from kg.neo4j.rows import MERGE_BROADER, MERGE_CONCEPTS, SCHEMA, chunks, concept_rows, plan_batches
+from kg.neo4j.rows import (
+    DEFAULT_PROJECT,
+    MERGE_BROADER,
+    MERGE_CONCEPTS,
+    OLD_SCHEMA,
+    SCHEMA,
+    chunks,
+    concept_rows,
+    plan_batches,
+)
 
 
 def cypher_string(value: str) -> str:
@@ -72,7 +81,7 @@ def _one_line(query: str) -> str:
 
 
 def write_cypher_script(corpus: Corpus, path: Path, *, vocabulary=None,
-                        rows_per_param: int = 200) -> Path:
+                        rows_per_param: int = 200, project: str = DEFAULT_PROJECT) -> Path:
     """Write a cypher-shell script that MERGEs the corpus (re-runnable, like ``load``).
 
     Data goes in ``:param rows => [...]`` lines followed by the same parameterised UNWIND/MERGE
@@ -87,7 +96,8 @@ def write_cypher_script(corpus: Corpus, path: Path, *, vocabulary=None,
         "// Every statement MERGEs, so running it twice changes nothing.",
         "",
     ]
-    lines.extend(f"{s};" for s in SCHEMA)
+    lines.extend(f"{s};" for s in (*OLD_SCHEMA, *SCHEMA))
+    lines += ["", ":param project => " + cypher_literal(project)]
     statements: list[tuple[str, list[dict]]] = [(MERGE_CONCEPTS, concepts),
                                                  (MERGE_BROADER, broader)]
     for batch in plan_batches(corpus, max(1, len(corpus))):
