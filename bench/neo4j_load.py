@@ -128,8 +128,7 @@ def bench_delta(args, conn) -> int:
 
     def api(name: str) -> None:
         report = load_project(project.open_project(PROJECT), conn,
-                              papers_per_batch=args.batch_size, driver=driver,
-                              workers=args.workers)
+                              papers_per_batch=args.batch_size, driver=driver)
         timings[name] = report.load.seconds
         print(f"{name:22} {report.load.seconds:6.2f} s  (derived facts "
               f"{report.derived_seconds:.1f} s)  {report.summary().splitlines()[0][:120]}")

@@ -142,7 +142,7 @@ def twins(corpus) -> int:
     """Each fast path against its reference, timed over the step it belongs to."""
     import kg.viz.map as viz_map
     from kg.analysis import related
-    from kg.viz.related import related_all
+    from kg.analysis.related_all import related_all
 
     captured = {}
     place = viz_map.place_techniques

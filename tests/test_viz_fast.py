@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from kg.analysis import related
+from kg.analysis.related_all import related_all
 from kg.errors import KgError
 from kg.viz import write_viz
 from kg.viz.map import build_map, place_techniques
-from kg.viz.related import related_all
 
 ICLR = "openreview-2024/ICLR_cc_2024_Conference.tsv"
 

@@ -125,7 +125,7 @@ def load_cmd(inputs, ingest, strict, workers, conn, batch_size, tx_timeout):
                 report = load_project(open_project(inputs[0]), conn,
                                       papers_per_batch=batch_size, tx_timeout=tx_timeout,
                                       on_retry=on_retry, on_batch=on_batch, on_plan=on_plan,
-                                      driver=driver, workers=workers)
+                                      driver=driver)
             else:
                 notices: list[str] = []
                 corpus = load_corpus(inputs, strict=strict, workers=workers, progress=tty,

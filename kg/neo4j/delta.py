@@ -358,12 +358,11 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
                  tx_timeout: float | None = 300.0, vocabulary=None,
                  on_retry: Callable[[Batch, BaseException], None] | None = None,
                  on_batch: Callable[[Batch], None] | None = None,
-                 on_plan: Callable[[int], None] | None = None, driver=None,
-                 workers: int = 1) -> ProjectLoad:
+                 on_plan: Callable[[int], None] | None = None, driver=None) -> ProjectLoad:
     """Bring the project's part of the database up to ``project`` (a ``kg.project.Project``):
     only the delta since the load recorded for ``conn``'s URI and database, else a full load
-    (saying why) that first clears the part. Then its derived facts (``kg.neo4j.derived``,
-    ``workers`` processes) are rewritten, and the part's counts checked against the project:
+    (saying why) that first clears the part. Then its derived facts (``kg.neo4j.derived``) are
+    rewritten, and the part's counts checked against the project:
     a difference raises ServiceError (and the next load is a full one).
 
     ``on_plan`` gets the number of papers about to be written. The record is rewritten only
@@ -406,7 +405,7 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
                 result.load.papers = len(target.papers)
         if result.mode != "up to date":
             derived_started = time.perf_counter()
-            facts = derived_facts(project.index(), workers)
+            facts = derived_facts(project.index())
             with service_errors(conn):
                 write_derived(session, scope, facts)
             result.derived_seconds = time.perf_counter() - derived_started

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kg.analysis import TECHNIQUE_TYPES, Cluster, clusters, entity_users, shared
+from kg.analysis.related_all import related_all
 from kg.errors import KgError
 from kg.model import Corpus, PaperResult
 from kg.viz.page import render_page
-from kg.viz.related import related_all
 
 # networkx (0.2 s) and numpy are imported where the map is built, not when kg.viz is
 # imported: `kg viz --help` imports this module.
