@@ -16,7 +16,6 @@ from typing import BinaryIO
 
 from kg.errors import InputError
 from kg.ingest.bibliographic import bibtex_records, ris_records
-from kg.ingest.filters import PaperFilter
 from kg.ingest.jsonish import LIST_KEYS, document_prefix, document_records, json_lines
 from kg.ingest.records import FORMATS, IngestOptions, paper_from_record
 from kg.ingest.scholarly import MAPPERS, kind_of
@@ -30,7 +29,6 @@ _BY_SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv
 _BIBTEX = re.compile(r"\A(\s*(%[^\n]*)?\n)*\s*@\s*\w+\s*[{(]")
 _RIS = re.compile(r"\A\s*TY  - ")
 DEFAULTS = IngestOptions()
-NO_FILTER = PaperFilter()
 
 
 @dataclass(frozen=True)
@@ -202,19 +200,20 @@ def _source_papers(source: str | Path, opts: IngestOptions, tally: Tally
 
 
 def stream_papers(sources: Iterable[str | Path], opts: IngestOptions = DEFAULTS,
-                  tally: Tally | None = None, *, where: PaperFilter = NO_FILTER,
-                  limit: int | None = None) -> Iterator[Paper]:
+                  tally: Tally | None = None) -> Iterator[Paper]:
     """Papers of every source as they are read; ``tally`` fills as the stream goes.
 
-    Unusable files and bad records become skips; duplicate ids are skipped; papers ``where``
-    rejects are counted in ``tally.filtered``; reading stops after ``limit`` kept papers.
+    Unusable files and bad records become skips; duplicate ids are skipped; papers
+    ``opts.where`` rejects are counted in ``tally.filtered``; reading stops after
+    ``opts.limit`` kept papers (the rest of the input is never read).
 
     >>> tally = Tally()
-    >>> papers = stream_papers(["examples/iclr2025-seed.txt"], tally=tally, limit=2)
+    >>> papers = stream_papers(["examples/iclr2025-seed.txt"], IngestOptions(limit=2), tally)
     >>> len(list(papers)), tally.kept
     (2, 2)
     """
     tally = tally if tally is not None else Tally()
+    where, limit = opts.where, opts.limit
     seen: dict[str, str] = {}
     for source in sources:
         if limit is not None and tally.kept >= limit:
@@ -253,13 +252,19 @@ def _collect(papers: Iterator[Paper], tally: Tally) -> IngestResult:
 
 
 def read_source(source: str | Path, opts: IngestOptions = DEFAULTS) -> IngestResult:
-    """Read one file (or ``-``); raises InputError when the file as a whole is unusable."""
+    """Read one file (or ``-``); raises InputError when the file as a whole is unusable.
+
+    Filters apply (``opts.where``); ``opts.limit`` and duplicate ids are ``read_inputs``'."""
     tally = Tally()
     papers: list[Paper] = []
     read = 0
     try:
         for item in _source_papers(source, opts, tally):
             read += 1
+            why = None if isinstance(item, Skip) or not opts.where else opts.where.reject(item)
+            if why is not None:
+                tally.filtered[why] += 1
+                continue
             (tally.skipped if isinstance(item, Skip) else papers).append(item)  # type: ignore
     except InputError as exc:
         if not read:
@@ -268,11 +273,10 @@ def read_source(source: str | Path, opts: IngestOptions = DEFAULTS) -> IngestRes
     return _collect(iter(papers), tally)
 
 
-def read_inputs(sources: Sequence[str | Path], opts: IngestOptions = DEFAULTS, *,
-                where: PaperFilter = NO_FILTER, limit: int | None = None) -> IngestResult:
+def read_inputs(sources: Sequence[str | Path], opts: IngestOptions = DEFAULTS) -> IngestResult:
     """Read every source (see ``stream_papers``) into one IngestResult."""
     tally = Tally()
-    return _collect(stream_papers(sources, opts, tally, where=where, limit=limit), tally)
+    return _collect(stream_papers(sources, opts, tally), tally)
 
 
 __all__ = ["FORMATS", "IngestResult", "Tally", "detect_format", "read_inputs", "read_source",

@@ -16,9 +16,10 @@ from __future__ import annotations
 import codecs
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kg.errors import InputError
+from kg.ingest.filters import PaperFilter
 from kg.model import Paper, Skip
 from kg.text import shorten
 
@@ -53,6 +54,10 @@ class IngestOptions:
     # stays bounded whatever the input (`/dev/zero` has no line end). An OpenAlex work with
     # thousands of authors runs to a few MB; 32 MiB leaves room for that and nothing more.
     max_record_bytes: int = 32 * 2**20
+    # Applied while reading (kg.ingest.stream_papers): papers ``where`` rejects are counted
+    # as filtered out, not skipped; reading stops after ``limit`` kept papers.
+    where: PaperFilter = field(default_factory=PaperFilter)
+    limit: int | None = None
 
     def __post_init__(self) -> None:
         # Checked here, before any file is read, so a typo is one message, not a skip per file.
