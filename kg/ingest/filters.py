@@ -1,10 +1,10 @@
 """Filters applied while reading: ``--where``, ``--since``/``--until`` (``--limit`` counts
-kept papers in ``kg.ingest.stream``).
+kept papers in ``kg.ingest.stream_papers``).
 
 >>> from kg.model import Paper
 >>> keep = PaperFilter.parse(("category=cs.LG", "venue~iclr"), since="2023")
 >>> p = Paper("a", "x", categories=("cs.LG", "cs.AI"), venue="ICLR 2024", date="2024-01-05")
->>> keep.reject(p) is None, keep.reject(Paper("b", "x", categories=("cs.LG",)))
+>>> keep.reject(p) is None, keep.reject(Paper("b", "x", categories=("cs.LG",), venue="ICLR"))
 (True, 'no date (--since/--until)')
 """
 

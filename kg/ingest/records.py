@@ -134,6 +134,21 @@ def scalar_text(value: object) -> str | None:
     return text or None
 
 
+_DATE = re.compile(r"^((?:19|20)\d{2})(?:[-/](\d{1,2})(?:[-/](\d{1,2}))?)?")
+
+
+def iso_date(value: str | None) -> str | None:
+    """A date as ISO ``YYYY-MM-DD`` / ``YYYY-MM`` / ``YYYY`` (RIS writes ``2023/05/23/``).
+
+    >>> iso_date("2023/5/23/"), iso_date("2024-05"), iso_date("May 2024"), iso_date(None)
+    ('2023-05-23', '2024-05', None, None)
+    """
+    match = _DATE.match(value or "")
+    if not match:
+        return None
+    return "-".join(f"{int(part):02d}" for part in match.groups() if part)
+
+
 def _check_scalars(record: dict, opts: IngestOptions) -> str | None:
     for key in (opts.id_field, opts.title_field, "venue", "year", "url", "date"):
         if isinstance(record.get(key), dict | list | bool):
@@ -163,7 +178,7 @@ def paper_from_record(record: dict, where: str, opts: IngestOptions,
     given = scalar_text(record.get(opts.id_field))
     venue = scalar_text(record.get("venue"))
     year = _year(record.get("year"), where, notices)
-    date = scalar_text(record.get("date"))
+    date = iso_date(scalar_text(record.get("date")))
     if year is None and (date or venue):
         match = _YEAR.search(date or venue or "")
         year = int(match.group(0)) if match else None

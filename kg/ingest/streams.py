@@ -61,15 +61,51 @@ def _decompressed(raw: BinaryIO) -> BinaryIO:
         raw = io.BufferedReader(raw, BUFFER)  # type: ignore[arg-type]
     head = raw.peek(4)[:4]  # type: ignore[attr-defined]
     kind = next((k for magic, k in _MAGIC if head.startswith(magic)), None)
+    # Not wrapped in a BufferedReader: its 1 MiB fill would raise at a truncation and lose
+    # the good records decompressed in the same call; these buffer 8 KiB themselves.
     if kind == "gzip":
-        return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), BUFFER)
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     if kind == "bzip2":
-        return io.BufferedReader(bz2.BZ2File(raw, "rb"), BUFFER)
+        return bz2.BZ2File(raw, "rb")  # type: ignore[return-value]
     if kind == "zstd":
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True,
-                                                            closefd=True)
-        return io.BufferedReader(reader, BUFFER)  # type: ignore[arg-type]
+        return io.BufferedReader(_Zstd(raw), 2**16)  # type: ignore[arg-type]
     return raw
+
+
+class _Zstd(io.RawIOBase):
+    """zstd frames, one after another; a stream that ends mid-frame raises EOFError (the
+    library's stream_reader ends quietly there, which would pass a truncated file as whole)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw, self.pending, self.at = raw, b"", 0
+        self.frame = zstandard.ZstdDecompressor().decompressobj()
+        self.started = False  # bytes of the current frame have been seen
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        while self.at >= len(self.pending):
+            self.pending, self.at = b"", 0
+            chunk = self.raw.read(2**16)
+            if not chunk:
+                if self.started and not self.frame.eof:
+                    raise EOFError("zstd data ended before the end of its frame")
+                return 0
+            while chunk:
+                if self.frame.eof:  # the next frame of a multi-frame file
+                    self.frame = zstandard.ZstdDecompressor().decompressobj()
+                self.started = True
+                self.pending += self.frame.decompress(chunk)
+                chunk = self.frame.unused_data if self.frame.eof else b""
+        size = min(len(buffer), len(self.pending) - self.at)
+        buffer[:size] = self.pending[self.at:self.at + size]  # no copy of the rest each time
+        self.at += size
+        return size
 
 
 def peek(stream: BinaryIO, size: int = 65536) -> bytes:
@@ -124,9 +160,13 @@ def decode(line: bytes, encoding: str, where: str) -> str:
     'café'
     """
     try:
-        return line.decode(encoding)
+        text = line.decode(encoding)
     except UnicodeDecodeError as exc:
         raise InputError(
             f"{where}: not valid {encoding} (byte 0x{line[exc.start]:02x} at column "
             f"{exc.start + 1}); convert the file (e.g. `iconv -f latin1 -t utf-8`) or pass "
             "--encoding") from None
+    if "\0" in text:  # decodes fine, but no paper has one: binary data, or UTF-16 read as 8-bit
+        raise InputError(f"{where}: NUL byte at column {text.index(chr(0)) + 1}; this is "
+                         "binary data, not text (UTF-16? pass --encoding utf-16)")
+    return text
