@@ -373,3 +373,12 @@ def test_stream_tally_counts_skips_and_filters_as_it_goes(tmp_path):
 def test_unknown_input_format_lists_the_new_ones():
     with pytest.raises(InputError, match="arxiv, openalex, s2, openreview, bibtex, csl, ris"):
         IngestOptions(format="mods")
+
+
+def test_filters_on_rebuilt_fields_see_the_paper_not_the_raw_line():
+    # The raw line has "Bal\\'azs" in authors_parsed; the paper has "C. Balázs". Lines are only
+    # turned away unparsed on fields copied verbatim (category, venue, keyword).
+    opts = IngestOptions(where=PaperFilter.parse(("author=C. Balázs", "category~HEP-PH")))
+    assert [p.id for p in read_source(ARXIV, opts).papers] == ["0704.0001"]
+    opts = IngestOptions(where=PaperFilter.parse(("url=https://arxiv.org/abs/0704.0002",)))
+    assert [p.id for p in read_source(ARXIV, opts).papers] == ["0704.0002"]

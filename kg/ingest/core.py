@@ -147,16 +147,16 @@ def _mapped(records: Records, kind: str | None, notices: list[str], name: str,
 
 
 def _json_records(name: str, stream: BinaryIO, head: bytes, fmt: str,
-                  opts: IngestOptions) -> Records:
+                  opts: IngestOptions, dropped: Counter) -> Records:
     text = head.decode("utf-8", "replace")
     lines = fmt == "jsonl" or (fmt not in ("json", "csl") and detect_format(name, text) == "jsonl")
     if lines:
         return json_lines(name, bounded_lines(stream, name, opts.max_record_bytes),
-                          opts.encoding, opts.max_record_bytes)
+                          opts.encoding, opts.max_record_bytes, opts.where, dropped)
     return document_records(name, stream, document_prefix(head), opts.max_record_bytes)
 
 
-def _records(name: str, stream: BinaryIO, opts: IngestOptions, notices: list[str]
+def _records(name: str, stream: BinaryIO, opts: IngestOptions, tally: Tally
              ) -> tuple[Records, IngestOptions]:
     """The records of one open input, and the options to build Papers from them with."""
     head = peek(stream)
@@ -165,10 +165,11 @@ def _records(name: str, stream: BinaryIO, opts: IngestOptions, notices: list[str
         fmt = detect_format(name, head.decode(opts.encoding, "replace"), opts.abstract_field)
     fixed = IngestOptions(max_chars=opts.max_chars)  # a known format names its own fields
     if fmt in ("jsonl", "json", *MAPPERS):
-        records = _json_records(name, stream, head, fmt, opts)
+        records = _json_records(name, stream, head, fmt, opts, tally.filtered)
         if opts.format in ("jsonl", "json"):  # forced generic: the user's field names only
             return records, opts
-        return _mapped(records, fmt if fmt in MAPPERS else None, notices, name, opts), opts
+        return (_mapped(records, fmt if fmt in MAPPERS else None, tally.notices, name, opts),
+                opts)
     lines = _decoded(name, stream, opts)
     if fmt == "bibtex":
         return bibtex_records(name, lines), fixed
@@ -180,23 +181,29 @@ def _records(name: str, stream: BinaryIO, opts: IngestOptions, notices: list[str
     folded = replace(opts, id_field=opts.id_field.casefold(),
                      title_field=opts.title_field.casefold(),
                      abstract_field=opts.abstract_field.casefold())
-    return delimited(name, lines, "\t" if fmt == "tsv" else ",", opts, notices), folded
+    return delimited(name, lines, "\t" if fmt == "tsv" else ",", opts, tally.notices), folded
 
 
 def _source_papers(source: str | Path, opts: IngestOptions, tally: Tally
                    ) -> Iterator[Paper | Skip]:
-    """Papers and Skips of one input; InputError when the input (or its rest) is unusable."""
+    """Papers and Skips of one input, filters applied (what they drop is counted in
+    ``tally``); InputError when the input (or its rest) is unusable."""
     name, stream = open_input(source)
     with stream:
-        records, build = _records(name, stream, opts, tally.notices)
+        records, build = _records(name, stream, opts, tally)
         for where, record in records:
             if isinstance(record, Skip):
                 yield record
                 continue
             try:
-                yield paper_from_record(record, where, build, tally.notices)
+                paper = paper_from_record(record, where, build, tally.notices)
             except RecursionError:
-                yield Skip(where, "record nested too deep to be a paper; fix or remove it")
+                paper = Skip(where, "record nested too deep to be a paper; fix or remove it")
+            why = opts.where.reject(paper) if opts.where and isinstance(paper, Paper) else None
+            if why is None:
+                yield paper
+            else:
+                tally.filtered[why] += 1
 
 
 def stream_papers(sources: Iterable[str | Path], opts: IngestOptions = DEFAULTS,
@@ -213,7 +220,7 @@ def stream_papers(sources: Iterable[str | Path], opts: IngestOptions = DEFAULTS,
     (2, 2)
     """
     tally = tally if tally is not None else Tally()
-    where, limit = opts.where, opts.limit
+    limit = opts.limit
     seen: dict[str, str] = {}
     for source in sources:
         if limit is not None and tally.kept >= limit:
@@ -224,10 +231,6 @@ def stream_papers(sources: Iterable[str | Path], opts: IngestOptions = DEFAULTS,
                 read += 1
                 if isinstance(item, Skip):
                     tally.skipped.append(item)
-                    continue
-                why = where.reject(item) if where else None
-                if why is not None:
-                    tally.filtered[why] += 1
                     continue
                 if item.id in seen:
                     tally.skipped.append(Skip(item.source, f"duplicate id {item.id!r} (first at "
@@ -261,10 +264,6 @@ def read_source(source: str | Path, opts: IngestOptions = DEFAULTS) -> IngestRes
     try:
         for item in _source_papers(source, opts, tally):
             read += 1
-            why = None if isinstance(item, Skip) or not opts.where else opts.where.reject(item)
-            if why is not None:
-                tally.filtered[why] += 1
-                continue
             (tally.skipped if isinstance(item, Skip) else papers).append(item)  # type: ignore
     except InputError as exc:
         if not read:

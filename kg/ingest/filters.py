@@ -21,6 +21,11 @@ FIELDS = {"id": "id", "title": "title", "abstract": "abstract", "author": "autho
           "authors": "authors", "keyword": "keywords", "keywords": "keywords", "venue": "venue",
           "year": "year", "url": "url", "date": "date", "category": "categories",
           "categories": "categories", "link": "links", "links": "links"}
+# Fields whose value is copied verbatim from a JSON record (not rebuilt, like an arXiv author
+# "First Last" from ["Last", "First"], or a URL from an id): a condition on one of them cannot
+# hold when its text is nowhere in the raw line, so the line need not be parsed.
+RAW_FIELDS = frozenset({"categories", "venue", "keywords"})
+_PLAIN = re.compile(r"^[\x20-\x7e]+$")
 _CONDITION = re.compile(r"^\s*([A-Za-z_]+)\s*([=~])(.*)$", re.S)
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
@@ -34,6 +39,13 @@ class Condition:
     field: str
     op: str
     value: str
+    raw: bytes | None = None  # the value as it must appear in a raw JSON line, if it must
+
+    def raw_miss(self, line: bytes) -> bool:
+        """True when ``line`` cannot hold a match (its text is not in the line at all)."""
+        if self.raw is None:
+            return False
+        return self.raw not in (line if self.op == "=" else line.lower())
 
     def matches(self, paper: Paper) -> bool:
         value = getattr(paper, self.field)
@@ -55,7 +67,11 @@ def parse_condition(text: str) -> Condition:
         raise InputError(f"--where {text!r}: write FIELD=VALUE (exact) or FIELD~TEXT "
                          f"(substring); FIELD is one of {', '.join(sorted(FIELDS))}")
     name, op, value = match.groups()
-    return Condition(text, FIELDS[name.lower()], op, value.strip())
+    field, value = FIELDS[name.lower()], value.strip()
+    # Printable ASCII without a quote, backslash or slash reads the same inside a JSON string.
+    plain = field in RAW_FIELDS and _PLAIN.match(value) and not set('"\\/') & set(value)
+    raw = (value if op == "=" else value.lower()).encode() if plain else None
+    return Condition(text, field, op, value, raw)
 
 
 def check_date(option: str, value: str | None) -> str | None:
@@ -81,6 +97,17 @@ class PaperFilter:
 
     def __bool__(self) -> bool:
         return bool(self.where or self.since or self.until)
+
+    def raw_reject(self, line: bytes) -> str | None:
+        """The condition a raw JSON line cannot meet (so it need not be parsed), or None.
+
+        >>> PaperFilter.parse(("category=cs.LG",)).raw_reject(b'{"categories": "cs.CV"}')
+        'category=cs.LG'
+        """
+        for condition in self.where:
+            if condition.raw_miss(line):
+                return condition.text
+        return None
 
     def reject(self, paper: Paper) -> str | None:
         """Why ``paper`` is filtered out (the condition it fails), or None to keep it."""

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 from collections.abc import Iterator
 from typing import BinaryIO
 
 import ijson
 
 from kg.errors import InputError
+from kg.ingest.filters import PaperFilter
 from kg.ingest.streams import DECOMPRESS_ERRORS, decode
 from kg.model import Skip
 
@@ -30,13 +32,20 @@ _NOT_AN_OBJECT = "expected a JSON object"
 
 
 def json_lines(name: str, lines: Iterator[tuple[int, bytes | None]], encoding: str,
-               limit: int) -> Iterator[tuple[str, dict | Skip]]:
-    """One JSON object per line; a bad line is a Skip, the next line is read."""
+               limit: int, keep: PaperFilter | None = None, dropped: Counter | None = None
+               ) -> Iterator[tuple[str, dict | Skip]]:
+    """One JSON object per line; a bad line is a Skip, the next line is read. A line that
+    cannot meet ``keep`` (see PaperFilter.raw_reject) is counted in ``dropped`` (by the
+    condition it fails) without being parsed or passed on: most lines, on a narrow filter."""
     for number, raw in lines:
         where = f"{name}:{number}"
         if raw is None:
             yield where, Skip(where, f"line is over {limit:,} bytes; one record per line is "
                               "expected (is this really JSON Lines?); the line was skipped")
+            continue
+        missed = keep.raw_reject(raw) if keep and dropped is not None else None
+        if missed:
+            dropped[missed] += 1  # type: ignore[index]
             continue
         try:
             line = decode(raw, encoding, where)
