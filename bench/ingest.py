@@ -79,7 +79,8 @@ def main() -> int:
         got = run(code, path, args.kg)
         print(f"{n:>9,} records ({path.stat().st_size / 2**20:,.0f} MB): "
               f"{n / got['seconds']:,.0f} records/s read+filtered (wall), "
-              f"{n / got['cpu']:,.0f} per CPU-second; {got['kept']:,} kept, {got['filtered']:,} filtered out, "
+              f"{n / got['cpu']:,.0f} per CPU-second; {got['kept']:,} kept, "
+              f"{got['filtered']:,} filtered out, "
               f"{got['skipped']:,} skipped, peak RSS {got['peak_mb']:,.0f} MB")
     return 0
 
