@@ -382,3 +382,12 @@ def test_filters_on_rebuilt_fields_see_the_paper_not_the_raw_line():
     assert [p.id for p in read_source(ARXIV, opts).papers] == ["0704.0001"]
     opts = IngestOptions(where=PaperFilter.parse(("url=https://arxiv.org/abs/0704.0002",)))
     assert [p.id for p in read_source(ARXIV, opts).papers] == ["0704.0002"]
+
+
+def test_utf16_is_read_with_its_encoding_and_named_without_it(tmp_path):
+    path = tmp_path / "u16.tsv"
+    path.write_bytes("id\tabstract\nu1\tCafé in UTF-16.\n".encode("utf-16"))
+    (paper,) = read_source(path, IngestOptions(encoding="utf-16")).papers
+    assert paper.abstract == "Café in UTF-16."
+    with pytest.raises(InputError, match=r"u16.tsv:1: .*NUL byte.*--encoding utf-16"):
+        read_source(path)

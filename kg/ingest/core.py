@@ -19,7 +19,7 @@ from kg.ingest.bibliographic import bibtex_records, ris_records
 from kg.ingest.jsonish import LIST_KEYS, document_prefix, document_records, json_lines
 from kg.ingest.records import FORMATS, IngestOptions, paper_from_record
 from kg.ingest.scholarly import MAPPERS, kind_of
-from kg.ingest.streams import bounded_lines, decode, open_input, peek
+from kg.ingest.streams import as_utf8, bounded_lines, decode, open_input, peek
 from kg.ingest.tabular import delimited, looks_tabular, paragraphs
 from kg.model import Paper, Skip
 
@@ -159,6 +159,9 @@ def _json_records(name: str, stream: BinaryIO, head: bytes, fmt: str,
 def _records(name: str, stream: BinaryIO, opts: IngestOptions, tally: Tally
              ) -> tuple[Records, IngestOptions]:
     """The records of one open input, and the options to build Papers from them with."""
+    utf8 = as_utf8(stream, opts.encoding)
+    if utf8 is not stream:
+        stream, opts = utf8, replace(opts, encoding="utf-8")
     head = peek(stream)
     fmt = opts.format
     if fmt == "auto":

@@ -12,6 +12,7 @@ read as bytes: a line is decoded on its own, so one bad byte costs one record, n
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
 import io
 import sys
@@ -104,6 +105,45 @@ class _Zstd(io.RawIOBase):
                 chunk = self.frame.unused_data if self.frame.eof else b""
         size = min(len(buffer), len(self.pending) - self.at)
         buffer[:size] = self.pending[self.at:self.at + size]  # no copy of the rest each time
+        self.at += size
+        return size
+
+
+def as_utf8(stream: BinaryIO, encoding: str) -> BinaryIO:
+    """``stream`` re-encoded as UTF-8 when ``encoding`` is not ASCII-compatible (UTF-16/32:
+    their bytes cannot be split at b"\\n"); ``stream`` itself otherwise.
+
+    >>> import io
+    >>> as_utf8(io.BytesIO("é\\n".encode("utf-16")), "utf-16").read()
+    b'\\xc3\\xa9\\n'
+    """
+    if "\n".encode(encoding) == b"\n":
+        return stream
+    return io.BufferedReader(_Transcoded(stream, encoding), BUFFER)  # type: ignore[arg-type]
+
+
+class _Transcoded(io.RawIOBase):
+    def __init__(self, raw: BinaryIO, encoding: str) -> None:
+        # errors="replace": a bad code unit becomes U+FFFD in its record, not a lost file.
+        self.raw, self.decoder = raw, codecs.getincrementaldecoder(encoding)("replace")
+        self.pending, self.at = b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        while self.at >= len(self.pending):
+            chunk = self.raw.read(2**16)
+            self.pending = self.decoder.decode(chunk, final=not chunk).encode("utf-8")
+            self.at = 0
+            if not chunk and not self.pending:
+                return 0
+        size = min(len(buffer), len(self.pending) - self.at)
+        buffer[:size] = self.pending[self.at:self.at + size]
         self.at += size
         return size
 
