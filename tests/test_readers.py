@@ -384,10 +384,23 @@ def test_filters_on_rebuilt_fields_see_the_paper_not_the_raw_line():
     assert [p.id for p in read_source(ARXIV, opts).papers] == ["0704.0002"]
 
 
-def test_utf16_is_read_with_its_encoding_and_named_without_it(tmp_path):
+def test_utf16_is_read_by_its_byte_order_mark_or_encoding_and_named_without_either(tmp_path):
+    text = "id\tabstract\nu1\tCafé in UTF-16.\n"
     path = tmp_path / "u16.tsv"
-    path.write_bytes("id\tabstract\nu1\tCafé in UTF-16.\n".encode("utf-16"))
-    (paper,) = read_source(path, IngestOptions(encoding="utf-16")).papers
+    path.write_bytes(text.encode("utf-16"))  # with a byte-order mark
+    assert read_source(path).papers[0].abstract == "Café in UTF-16."
+    path.write_bytes(text.encode("utf-16-le"))  # without
+    (paper,) = read_source(path, IngestOptions(encoding="utf-16-le")).papers
     assert paper.abstract == "Café in UTF-16."
     with pytest.raises(InputError, match=r"u16.tsv:1: .*NUL byte.*--encoding utf-16"):
         read_source(path)
+
+
+def test_a_quote_never_closed_stops_at_the_record_limit_and_the_rest_is_read(tmp_path):
+    path = tmp_path / "runon.csv"
+    rows = "".join(f"r{i},We study {i}.\n" for i in range(200))
+    path.write_text(f'id,abstract\nbad,"We never close this quote.\n{rows}', encoding="utf-8")
+    result = read_source(path, IngestOptions(max_record_bytes=500))
+    assert len(result.papers) == 200
+    (skip,) = result.skipped
+    assert skip.source == f"{path}:2" and "runs on past 500 characters" in skip.reason

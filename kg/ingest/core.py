@@ -6,6 +6,7 @@ was skipped and filtered out); ``read_inputs`` collects it for callers that want
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections import Counter
@@ -159,6 +160,9 @@ def _json_records(name: str, stream: BinaryIO, head: bytes, fmt: str,
 def _records(name: str, stream: BinaryIO, opts: IngestOptions, tally: Tally
              ) -> tuple[Records, IngestOptions]:
     """The records of one open input, and the options to build Papers from them with."""
+    if peek(stream, 2) in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) and codecs.lookup(
+            opts.encoding).name.startswith("utf-8"):  # Windows tools write UTF-16 with a BOM
+        opts = replace(opts, encoding="utf-16")
     utf8 = as_utf8(stream, opts.encoding)
     if utf8 is not stream:
         stream, opts = utf8, replace(opts, encoding="utf-8")

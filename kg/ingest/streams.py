@@ -117,7 +117,8 @@ def as_utf8(stream: BinaryIO, encoding: str) -> BinaryIO:
     >>> as_utf8(io.BytesIO("é\\n".encode("utf-16")), "utf-16").read()
     b'\\xc3\\xa9\\n'
     """
-    if "\n".encode(encoding) == b"\n":
+    wide = codecs.lookup(encoding).name.startswith(("utf-16", "utf-32"))
+    if not wide and "\n".encode(encoding).endswith(b"\n"):
         return stream
     return io.BufferedReader(_Transcoded(stream, encoding), BUFFER)  # type: ignore[arg-type]
 

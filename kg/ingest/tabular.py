@@ -50,13 +50,18 @@ def _ended(lines: Lines) -> Lines:
     yield 0, ""
 
 
+class RunOn(Exception):
+    """A row longer than the record limit: a quote opened and never closed."""
+
+
 class _Pushback:
     """Decoded lines with the means to read some of them again (after an unbalanced quote)."""
 
-    def __init__(self, lines: Lines) -> None:
-        self.lines = lines
+    def __init__(self, lines: Lines, limit: int) -> None:
+        self.lines, self.limit = lines, limit
         self.again: list[tuple[int, str | Skip]] = []
         self.taken: list[tuple[int, str]] = []  # the lines of the row being read
+        self.size = 0  # characters in ``taken``: a quote left open must not read the file whole
         self.bad: Skip | None = None
 
     def __iter__(self) -> Iterator[str]:
@@ -68,10 +73,13 @@ class _Pushback:
             self.bad = self.bad or line
             line = "\n"  # keeps the csv reader's line count; the row is skipped after
         self.taken.append((number, line))
+        self.size += len(line)
+        if self.size > self.limit and len(self.taken) > 1:
+            raise RunOn
         return line
 
     def start_row(self) -> None:
-        self.taken, self.bad = [], None
+        self.taken, self.bad, self.size = [], None, 0
 
     def read_again(self, lines: list[tuple[int, str]]) -> None:
         self.again.extend(reversed(lines))
@@ -81,10 +89,14 @@ def delimited(name: str, lines: Lines, delimiter: str, opts: IngestOptions,
               notices: list[str]) -> Iterator[tuple[str, dict | Skip]]:
     """Rows of a CSV/TSV keyed by the casefolded header (or the OpenReview scraper layout)."""
     csv.field_size_limit(sys.maxsize)  # the record limit is enforced on bytes, before parsing
-    source = _Pushback(lines)
+    source = _Pushback(lines, opts.max_record_bytes)
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
     reader = csv.reader(source, delimiter=delimiter, quoting=quoting)
-    header = next(reader, None)
+    try:
+        header = next(reader, None)
+    except RunOn:
+        raise InputError(f"{name}:1: the header row runs on past {opts.max_record_bytes:,} "
+                         "characters (a quote never closed?); fix the first line") from None
     if header is None:
         return
     if source.bad is not None:
@@ -102,14 +114,26 @@ def delimited(name: str, lines: Lines, delimiter: str, opts: IngestOptions,
             raise InputError(
                 f"{name}:1: no {opts.abstract_field!r} column (columns: "
                 f"{', '.join(h.strip() for h in header)}); pass --abstract-field NAME")
-    yield from _rows(name, source, reader, lowered, delimiter)
+    yield from _rows(name, source, lowered, delimiter)
 
 
-def _rows(name: str, source: _Pushback, reader, lowered: list[str], delimiter: str
+def _rows(name: str, source: _Pushback, lowered: list[str], delimiter: str
           ) -> Iterator[tuple[str, dict | Skip]]:
+    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+    reader = csv.reader(source, delimiter=delimiter, quoting=quoting)
     while True:
         source.start_row()
-        row = next(reader, None)
+        try:
+            row = next(reader, None)
+        except RunOn:
+            taken = source.taken
+            where = f"{name}:{taken[0][0]}"
+            yield where, Skip(where, f"a quoted field opened here runs on past {source.limit:,} "
+                              "characters; close it or double it (\"\"); the lines after it "
+                              "are read as records of their own")
+            source.read_again(taken[1:])
+            reader = csv.reader(source, delimiter=delimiter, quoting=quoting)  # a fresh state
+            continue
         if row is None:
             return
         taken = source.taken
