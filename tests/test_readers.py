@@ -404,3 +404,11 @@ def test_a_quote_never_closed_stops_at_the_record_limit_and_the_rest_is_read(tmp
     assert len(result.papers) == 200
     (skip,) = result.skipped
     assert skip.source == f"{path}:2" and "runs on past 500 characters" in skip.reason
+
+
+def test_a_malformed_first_line_of_a_jsonl_file_costs_only_that_line(tmp_path):
+    path = tmp_path / "bad-first.jsonl"
+    path.write_text('{"id": "a", "abstract": "We st\n{"id": "b", "abstract": "We study Y."}\n')
+    result = read_source(path)
+    assert [p.id for p in result.papers] == ["b"]
+    assert result.skipped[0].source == f"{path}:1"

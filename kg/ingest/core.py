@@ -82,8 +82,8 @@ def detect_format(name: str, text: str, abstract_field: str = "abstract") -> str
         first = text.lstrip("\ufeff \t\r\n").split("\n", 1)[0]
         try:
             record = json.loads(first)
-        except (json.JSONDecodeError, RecursionError):
-            return "json"
+        except (json.JSONDecodeError, RecursionError):  # a bad first line of JSON Lines?
+            return "jsonl" if _BY_SUFFIX.get(Path(name).suffix.lower()) == "jsonl" else "json"
         # One line holding a whole API response ({"results": [...]}) is a document.
         wrapper = isinstance(record, dict) and any(
             isinstance(record.get(key), list) for key in LIST_KEYS)
