@@ -108,7 +108,7 @@ def split_list(value: object) -> tuple[str, ...]:
     if value is None or value == "":
         return ()
     if isinstance(value, list | tuple):
-        return tuple(str(v).strip() for v in value if str(v).strip())
+        return tuple(text for text in (str(v).strip() for v in value) if text)
     return tuple(v.strip() for v in re.split(r"[;|]", str(value)) if v.strip())
 
 
