@@ -1,6 +1,7 @@
 """Deterministic synthetic abstracts for scale benchmarks, made by recombining real sentences.
 
     .venv/bin/python bench/synth.py 50000 -o /tmp/synth-50k.jsonl [--corpora ../shared/corpora]
+    .venv/bin/python bench/synth.py 1000000 -o /tmp/arxiv-1m.json --format arxiv
 
 Reads the OpenReview 2024 files in place (ICLR 2024, ICML 2024, CoRL 2024/2025; never copied
 into the repository), splits their abstracts into sentences, and writes N papers as JSON Lines
@@ -8,6 +9,10 @@ into the repository), splits their abstracts into sentences, and writes N papers
 five to nine sentences drawn with ``random.Random(seed + i)``, so the same N and seed always give
 the same file, and each paper mixes techniques the way real abstracts name them. Generate at
 bench time; the output is derived from unlicensed data and must not be committed.
+
+``--format arxiv`` writes the same papers as lines of the arXiv metadata snapshot (``id``,
+``authors``/``authors_parsed``, ``categories``, ``versions[].created``, ``update_date``, …, the
+field layout of ../shared/corpora/formats/arxiv-snapshot), for bench/ingest.py.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import argparse
 import json
 import random
 import sys
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +57,26 @@ def synthesize(n: int, corpora: Path, seed: int = 0):
                "venue": venue, "year": 2024 + i % 2}
 
 
+CATEGORIES = ("cs.LG", "cs.AI", "cs.CL", "cs.CV", "cs.RO", "stat.ML", "cs.NE", "math.OC")
+_EPOCH = datetime(2023, 1, 1, 9, 0, tzinfo=UTC)
+
+
+def as_arxiv(paper: dict, i: int) -> dict:
+    """``paper`` (from ``synthesize``) as an arXiv snapshot line, deterministically."""
+    rng = random.Random(i)
+    created = _EPOCH + timedelta(minutes=37 * i)
+    authors = [f"A{rng.randrange(10_000)} Author{rng.randrange(100_000)}"
+               for _ in range(rng.randint(1, 6))]
+    cats = " ".join(dict.fromkeys(rng.choice(CATEGORIES) for _ in range(rng.randint(1, 3))))
+    return {"id": f"{created:%y%m}.{i % 100_000:05d}", "submitter": authors[0],
+            "authors": ", ".join(authors), "title": paper["title"], "comments": None,
+            "journal-ref": paper["venue"] or None, "doi": None, "report-no": None,
+            "categories": cats, "license": None, "abstract": f"  {paper['abstract']}\n",
+            "versions": [{"version": "v1", "created": format_datetime(created, usegmt=True)}],
+            "update_date": f"{created:%Y-%m-%d}",
+            "authors_parsed": [[a.split()[1], a.split()[0], ""] for a in authors]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,13 +84,16 @@ def main() -> int:
     parser.add_argument("-o", "--output", type=Path, required=True)
     parser.add_argument("--corpora", type=Path, default=ROOT.parent / "shared" / "corpora")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--format", choices=("jsonl", "arxiv"), default="jsonl",
+                        help="jsonl: kg's own fields; arxiv: arXiv metadata snapshot lines")
     args = parser.parse_args()
     if not (args.corpora / "openreview-2024").is_dir():
         print(f"{args.corpora}: no openreview-2024 here; pass --corpora", file=sys.stderr)
         return 2
     with args.output.open("w", encoding="utf-8") as fh:
-        for paper in synthesize(args.n, args.corpora, args.seed):
-            fh.write(json.dumps(paper, ensure_ascii=False) + "\n")
+        for i, paper in enumerate(synthesize(args.n, args.corpora, args.seed)):
+            record = as_arxiv(paper, i) if args.format == "arxiv" else paper
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     print(f"wrote {args.n:,} synthetic papers to {args.output}")
     return 0
 

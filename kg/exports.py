@@ -200,7 +200,9 @@ def _cell(value: object) -> str:
 
 def _input_record(source: str | Path) -> dict[str, object]:
     path = Path(source)
-    if str(source) == "-" or not path.exists():
+    # A pipe or FIFO (kg build <(zcat x.gz)) was read to its end already: opening it again
+    # to hash it would wait forever for a writer.
+    if str(source) == "-" or not (path.is_file() or path.is_dir()):
         return {"path": str(source), "sha256": None}
     if path.is_dir():  # an export dir read back: its record already names its inputs
         path = path / "extraction.jsonl"

@@ -84,9 +84,10 @@ def test_csv_without_abstract_column_names_the_columns_and_the_fix():
         read_source(DATA / "no-abstract-column.csv")
 
 
-def test_wrong_encoding_names_file_line_and_fix():
-    with pytest.raises(InputError, match=r"latin1.tsv:2: not valid utf-8-sig.*iconv"):
-        read_source(DATA / "latin1.tsv")
+def test_wrong_encoding_skips_the_record_naming_file_line_and_fix():
+    (skip,) = read_source(DATA / "latin1.tsv").skipped
+    assert skip.source.endswith("latin1.tsv:2")
+    assert "not valid utf-8-sig (byte 0xe9" in skip.reason and "iconv" in skip.reason
     (paper,) = read_source(DATA / "latin1.tsv", IngestOptions(encoding="latin-1")).papers
     assert paper.abstract == "Café latin-1 text."
 
