@@ -297,6 +297,31 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
     KV caching
     """
     index = analysis_index(corpus, include_mentions, min_confidence)
+    direct, concepts, targets = shared_targets(index, query)
+    by_paper: dict[str, list[Usage]] = defaultdict(list)
+    for eid in targets:
+        is_direct = eid in direct or index.entities[eid].concept in concepts
+        for pid in index.entity_papers.get(eid, ()):
+            by_paper[pid].append(Usage(index.entities[eid], index.evidence[(pid, eid)],
+                                       is_direct, index.confidence[(pid, eid)],
+                                       (pid, eid) in index.used))
+    ordered = sorted(by_paper, key=index.order.__getitem__)
+    return [PaperUse(index.papers[pid].paper, tuple(sorted(by_paper[pid], key=lambda u: (
+        not u.direct, u.evidence.start, u.entity.id)))) for pid in ordered]
+
+
+def shared_targets(index: AnalysisIndex, query: str
+                   ) -> tuple[set[str], set[str], set[str]]:
+    """What ``shared`` (and ``kg trends``) count for ``query``: the entities it names
+    (``direct``), the concepts it or they stand for (``concepts``), and every entity whose use
+    counts (``targets``: those and the entities of narrower concepts). An unknown name raises
+    NotFoundError with suggestions.
+
+    >>> from kg.pipeline import run
+    >>> index = analysis_index(run(["examples/iclr2025-seed.txt"]))
+    >>> sorted(shared_targets(index, "caching")[2])  # feature caching is narrower
+    ['technique/caching', 'technique/feature-caching']
+    """
     folded = " ".join(query.split()).casefold()
     direct = set(index.names.get(folded, ()))
     vocab = index.vocab
@@ -318,16 +343,7 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
     for iri in concepts:
         wanted.update(vocab.descendants(iri))
     targets = direct | {index.concept_entity[iri] for iri in wanted if iri in index.concept_entity}
-    by_paper: dict[str, list[Usage]] = defaultdict(list)
-    for eid in targets:
-        is_direct = eid in direct or index.entities[eid].concept in concepts
-        for pid in index.entity_papers.get(eid, ()):
-            by_paper[pid].append(Usage(index.entities[eid], index.evidence[(pid, eid)],
-                                       is_direct, index.confidence[(pid, eid)],
-                                       (pid, eid) in index.used))
-    ordered = sorted(by_paper, key=index.order.__getitem__)
-    return [PaperUse(index.papers[pid].paper, tuple(sorted(by_paper[pid], key=lambda u: (
-        not u.direct, u.evidence.start, u.entity.id)))) for pid in ordered]
+    return direct, concepts, targets
 
 
 # ------------------------------------------------------------------ techniques

@@ -39,6 +39,23 @@ MAX_DEPTH = 3
 # ------------------------------------------------------------------ the index
 
 
+class Facets(NamedTuple):  # a tuple: a stored index holds one per paper, read in one piece
+    """What ``kg trends`` groups a paper by, kept apart from the paper (whose abstract a
+    query over every paper need not read)."""
+
+    year: int | None
+    date: str | None  # ISO "2024-05-01" or "2024-05"
+    venue: str | None
+    categories: tuple[str, ...]
+
+
+def facets_of(paper: Paper) -> Facets:
+    """>>> facets_of(Paper(id="p", abstract="", venue="CoRL 2024", year=2024))
+    Facets(year=2024, date=None, venue='CoRL 2024', categories=())
+    """
+    return Facets(paper.year, paper.date, paper.venue, paper.categories)
+
+
 class Feature(NamedTuple):  # a tuple: a stored index holds ~10 per paper, read in bulk
     factor: float  # 1.0 direct use, INHERITED ** depth through narrower entities
     via: tuple[str, ...]  # entity ids in this paper that brought an inherited feature, nearest
@@ -76,6 +93,7 @@ class AnalysisIndex:
     source: Callable[[], Corpus] | None = field(default=None, repr=False)
     # Results of the slow whole-corpus calls, computed when a project is built (result_key).
     stored: Mapping[str, object] | None = field(default=None, repr=False)
+    facets: Mapping[str, Facets] = field(default_factory=dict, repr=False)  # by paper id
 
     def __len__(self) -> int:
         return len(self.papers)
@@ -310,7 +328,8 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
                          tuple((pid, f"{part.paper.label}\0{part.paper.title or ''}".casefold())
                                for pid, part in parts.items()),
                          labels, concept_labels, broader, vocab, {}, frozenset(),
-                         include_mentions, min_confidence)
+                         include_mentions, min_confidence,
+                         facets={pid: facets_of(part.paper) for pid, part in parts.items()})
 
 
 _INDEXES: dict[tuple[int, bool, float], tuple[weakref.ref, AnalysisIndex]] = {}

@@ -26,7 +26,7 @@ _TABLES = ("papers", "entities", "features", "postings", "factors", "entity_pape
 # Fields with many small values, kept as one pickle each (in the meta table): a build writes
 # them in milliseconds instead of a row per key, and a query reads one whole in a few.
 _BLOBS = ("order", "idf", "info", "names", "concept_entity", "titles", "labels",
-          "concept_labels", "broader")
+          "concept_labels", "broader", "facets")
 
 
 class IndexWriter:
@@ -191,7 +191,8 @@ class Blob(Mapping):
     def _dict(self) -> dict:
         if self.value is None:
             row = self.db.execute("SELECT v FROM meta WHERE k = ?", (self.key,)).fetchone()
-            self.value = pickle.loads(row[0])
+            # (no row: an index written before the blob existed; kg trends then reads papers)
+            self.value = pickle.loads(row[0]) if row is not None else {}
         return self.value
 
     def __getitem__(self, key: str) -> Any:
