@@ -19,7 +19,8 @@ WHERE toLower(root.label) = toLower($technique)
 WITH named, collect(root) AS roots
 OPTIONAL MATCH (narrower:Entity)-[:HAS_CONCEPT]->(:Concept)-[:BROADER*0..]->(root:Concept)
 WHERE root IN roots
-WITH named + collect(narrower) AS techniques
+WITH named, collect(narrower) AS narrower
+WITH named + narrower AS techniques
 // each paper using one of them once, whatever the number of them it uses
 OPTIONAL MATCH (paper:Paper)-[r]->(technique:Entity)
 WHERE technique IN techniques AND paper.year IS NOT NULL

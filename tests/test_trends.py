@@ -20,10 +20,13 @@ from kg.analysis import shared, technique_counts
 from kg.cli import cli
 from kg.ingest import IngestOptions, read_inputs
 from kg.model import USE_PREDICATES, Corpus
+from kg.neo4j import bind_params, load, run_query
 from kg.pipeline import load_corpus
 from kg.sparql import execute_query, load_store, substitutions
 from kg.trends import Series, Trends, rising, trends, trends_html
 from kg.vocab import load_vocabulary
+
+pytest_plugins = ["neo4j_fixtures"]  # neo4j_db: a real Neo4j for the Cypher query
 
 CORL = ("openreview-2024/CoRL_2024_Conference.tsv", "openreview-2024/CoRL_2025_Conference.tsv")
 # Broad and narrow, used in both years or growing: "robot learning" counts many narrower
@@ -247,3 +250,18 @@ def test_names_and_periods_are_escaped_in_the_html():
     page = trends_html(found, title="a & b")
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "<b>cs.LG" not in page and "a &amp; b" in page
+
+
+@pytest.mark.neo4j
+def test_the_saved_cypher_query_gives_the_same_counts_in_a_real_neo4j(corl, corl_corpus,
+                                                                     neo4j_db):
+    session, conn = neo4j_db
+    load(corl_corpus, conn)
+    query = (ROOT / "cypher" / "technique-trend.cypher").read_text(encoding="utf-8")
+    for include_mentions in (False, True):
+        found = trends(corl_corpus, TECHNIQUES, include_mentions=include_mentions)
+        for series in found.series:
+            params = {"technique": series.name, "include_mentions": str(include_mentions)}
+            rows = run_query(session, query, bind_params(query, params, "technique-trend"))[1]
+            assert [(str(r["year"]), r["papers"], r["using"]) for r in rows] == list(zip(
+                found.periods, found.papers, series.counts, strict=True)), series.name
