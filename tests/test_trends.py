@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
+import sqlite3
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -265,3 +267,15 @@ def test_the_saved_cypher_query_gives_the_same_counts_in_a_real_neo4j(corl, corl
             rows = run_query(session, query, bind_params(query, params, "technique-trend"))[1]
             assert [(str(r["year"]), r["papers"], r["using"]) for r in rows] == list(zip(
                 found.periods, found.papers, series.counts, strict=True)), series.name
+
+
+def test_a_project_index_written_before_facets_were_kept_reads_the_papers(corl, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(corl, old)
+    db = sqlite3.connect(project.open_project(old).generation / "index.sqlite")
+    with db:
+        assert db.execute("DELETE FROM meta WHERE k = 'table:facets'").rowcount == 1
+    db.close()
+    assert not project.open_project(old).index().facets
+    assert (trends(project.open_project(old).index(), TECHNIQUES, by="venue")
+            == trends(project.open_project(corl).index(), TECHNIQUES, by="venue"))
