@@ -50,7 +50,9 @@ class Facets(NamedTuple):  # a tuple: a stored index holds one per paper, read i
 
 
 def facets_of(paper: Paper) -> Facets:
-    """>>> facets_of(Paper(id="p", abstract="", venue="CoRL 2024", year=2024))
+    """The facets of ``paper``.
+
+    >>> facets_of(Paper(id="p", abstract="", venue="CoRL 2024", year=2024))
     Facets(year=2024, date=None, venue='CoRL 2024', categories=())
     """
     return Facets(paper.year, paper.date, paper.venue, paper.categories)
