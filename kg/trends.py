@@ -26,7 +26,8 @@ from itertools import chain
 from pathlib import Path
 
 from kg.analysis import AnalysisIndex, analysis_index, shared_targets
-from kg.analysis.index import Facets, facets_of
+from kg.analysis.index import Facets, facet_tables
+from kg.analysis.stored import Blob
 from kg.errors import KgError
 from kg.fs import replacing
 from kg.model import TECHNIQUE_TYPES, Corpus
@@ -190,34 +191,46 @@ class _Frame:
     periods: tuple[str, ...]
     papers: tuple[int, ...]
     undated: int
-    where: Mapping[str, tuple[int, ...]]  # paper id → its period indexes (len(periods): none)
+    facet_of: Mapping[str, int]  # paper id → number of its facets
+    spots: Mapping[int, tuple[int, ...]]  # facets number → period indexes (none: ())
+
+    def count(self, pids: Iterable[str]) -> tuple[tuple[int, ...], int]:
+        """Papers per period among ``pids``, and how many have no period. Papers are
+        counted by facets number, then each number's count goes to its periods."""
+        counts = [0] * len(self.periods)
+        undated = 0
+        for number, n in Counter(map(self.facet_of.__getitem__, pids)).items():
+            spots = self.spots[number]
+            if not spots:
+                undated += n
+            for i in spots:
+                counts[i] += n
+        return tuple(counts), undated
 
 
 def _frame(index: AnalysisIndex, by: str) -> _Frame:
-    """Every paper's periods. A project's index keeps each paper's facets apart (read whole in
-    milliseconds); an index without them reads the papers."""
+    """Every paper's periods. A project's index keeps each paper's facets number apart (read
+    whole in milliseconds); an index without them reads the papers."""
     if by not in BY:
         raise KgError(f"--by {by!r}: use one of {', '.join(BY)}")
-    facets = index.facets or {pid: facets_of(r.paper) for pid, r in index.papers.items()}
-    found: dict[Facets, tuple[str, ...]] = {}  # papers share facets: each distinct one once
-    for value in set(facets.values()):
-        found[value] = periods_of(value, by)
+    values, facet_of = index.facets, index.facet_of
+    if isinstance(facet_of, Blob):  # a stored index's: looked up once per paper counted
+        facet_of = facet_of.whole()
+    if not facet_of or not values:  # (an index written before they were kept)
+        values, facet_of = facet_tables({pid: r.paper for pid, r in index.papers.items()})
+    found = {number: periods_of(value, by) for number, value in values.items()}
     periods = ordered_periods(chain.from_iterable(found.values()), by)
     at = {p: i for i, p in enumerate(periods)}
-    none = (len(periods),)
-    spots = {value: tuple(at[p] for p in names) or none for value, names in found.items()}
-    where = {pid: spots[value] for pid, value in facets.items()}
-    tally = Counter(chain.from_iterable(where.values()))
-    return _Frame(tuple(periods), tuple(tally[i] for i in range(len(periods))),
-                  tally[len(periods)], where)
+    spots = {number: tuple(at[p] for p in names) for number, names in found.items()}
+    frame = _Frame(tuple(periods), (), 0, facet_of, spots)
+    papers, undated = frame.count(facet_of)
+    return _Frame(frame.periods, papers, undated, facet_of, spots)
 
 
 def _series(index: AnalysisIndex, frame: _Frame, name: str, targets: Iterable[str]) -> Series:
     postings = [index.entity_papers.get(eid, ()) for eid in targets]
     pids = postings[0] if len(postings) == 1 else set().union(*postings)
-    tally = Counter(chain.from_iterable(map(frame.where.__getitem__, pids)))
-    n = len(frame.periods)
-    return Series(name, tuple(tally[i] for i in range(n)), tally[n])
+    return Series(name, *frame.count(pids))
 
 
 # ------------------------------------------------------------------ queries
@@ -271,16 +284,21 @@ def rising(corpus: Corpus | AnalysisIndex, *, by: str = "year", top: int = 20,
 
 
 def _technique_targets(index: AnalysisIndex) -> list[tuple[str, frozenset[str]]]:
-    """Each technique or method some paper counts for, by name, with what its name counts
-    (as ``shared_targets``); names counting the same entities appear once (the first by name).
-    """
+    """Each technique or method some paper counts for, with what its name counts (as
+    ``shared_targets``). An entity of a vocabulary concept is named by the concept's label,
+    so "RL", "Reinforcement Learning" and "reinforcement learning" are one line; names
+    counting the same entities appear once (the first by name)."""
     wanted = set(TECHNIQUE_TYPES)
-    names = sorted({index.info[eid][0] for eid in index.entity_papers
-                    if eid in index.info and index.info[eid][1] in wanted},
-                   key=lambda n: (n.casefold(), n))
+    concepts = index.vocab.concepts
+    names = set()
+    for eid in index.entity_papers:
+        name, type_ = index.info.get(eid, ("", ""))
+        if type_ in wanted:
+            concept = concepts.get(index.entities[eid].concept or "")
+            names.add(concept.pref_label if concept else name)
     seen: set[frozenset[str]] = set()
     out = []
-    for name in names:
+    for name in sorted(names, key=lambda n: (n.casefold(), n)):
         targets = frozenset(shared_targets(index, name)[2])
         if targets not in seen:
             seen.add(targets)

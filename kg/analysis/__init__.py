@@ -322,7 +322,9 @@ def shared_targets(index: AnalysisIndex, query: str
     >>> sorted(shared_targets(index, "caching")[2])  # feature caching is narrower
     ['technique/caching', 'technique/feature-caching']
     """
-    folded = " ".join(query.split()).casefold()
+    folded = query.casefold()  # (as written first: a name may hold two spaces in a row)
+    if folded not in index.names:
+        folded = " ".join(query.split()).casefold()
     direct = set(index.names.get(folded, ()))
     vocab = index.vocab
     concepts = set(index.concept_labels.get(folded, ()))
