@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
-from kg.analysis import AnalysisIndex, analysis_index, shared_targets
+from kg.analysis import AnalysisIndex, analysis_index, shared_targets, stored_result
 from kg.analysis.index import Facets, facet_tables
-from kg.analysis.stored import Blob
+from kg.analysis.stored import Blob, trend_counts
 from kg.errors import KgError
 from kg.fs import replacing
-from kg.model import TECHNIQUE_TYPES, Corpus
+from kg.model import Corpus
 
 BY = ("year", "month", "venue", "category")
 # --rising compares the first and the last period holding at least MIN_PAPERS papers (a
@@ -195,11 +195,15 @@ class _Frame:
     spots: Mapping[int, tuple[int, ...]]  # facets number → period indexes (none: ())
 
     def count(self, pids: Iterable[str]) -> tuple[tuple[int, ...], int]:
-        """Papers per period among ``pids``, and how many have no period. Papers are
-        counted by facets number, then each number's count goes to its periods."""
+        """Papers per period among ``pids``, and how many have no period."""
+        return self.spread(Counter(map(self.facet_of.__getitem__, pids)))
+
+    def spread(self, numbers: Mapping[int, int]) -> tuple[tuple[int, ...], int]:
+        """Papers per period from papers per facets number (each number's count goes to
+        each of its periods), and how many have no period."""
         counts = [0] * len(self.periods)
         undated = 0
-        for number, n in Counter(map(self.facet_of.__getitem__, pids)).items():
+        for number, n in numbers.items():
             spots = self.spots[number]
             if not spots:
                 undated += n
@@ -271,9 +275,13 @@ def rising(corpus: Corpus | AnalysisIndex, *, by: str = "year", top: int = 20,
                       f"papers to compare; the graph has {sizes} ({frame.undated} papers "
                       "without one); lower --min-papers or choose another --by")
     first, last = big[0], big[-1]
+    # (a project stores them per build; --include-mentions and others count them here)
+    counted = stored_result(index, "trend_counts")
+    if counted is None:
+        counted = trend_counts(index, frame.facet_of)
     found = []
-    for name, targets in _technique_targets(index):
-        series = _series(index, frame, name, targets)
+    for name, numbers in counted:
+        series = Series(name, *frame.spread(numbers))
         if series.counts[first] + series.counts[last] >= min_uses:
             found.append(series)
     result = Trends(by, frame.periods, frame.papers, frame.undated, (), include_mentions,
@@ -281,29 +289,6 @@ def rising(corpus: Corpus | AnalysisIndex, *, by: str = "year", top: int = 20,
     found.sort(key=lambda s: (-result.change(s), s.name.casefold(), s.name))
     return Trends(by, frame.periods, frame.papers, frame.undated, tuple(found[:top]),
                   include_mentions, (first, last))
-
-
-def _technique_targets(index: AnalysisIndex) -> list[tuple[str, frozenset[str]]]:
-    """Each technique or method some paper counts for, with what its name counts (as
-    ``shared_targets``). An entity of a vocabulary concept is named by the concept's label,
-    so "RL", "Reinforcement Learning" and "reinforcement learning" are one line; names
-    counting the same entities appear once (the first by name)."""
-    wanted = set(TECHNIQUE_TYPES)
-    concepts = index.vocab.concepts
-    names = set()
-    for eid in index.entity_papers:
-        name, type_ = index.info.get(eid, ("", ""))
-        if type_ in wanted:
-            concept = concepts.get(index.entities[eid].concept or "")
-            names.add(concept.pref_label if concept else name)
-    seen: set[frozenset[str]] = set()
-    out = []
-    for name in sorted(names, key=lambda n: (n.casefold(), n)):
-        targets = frozenset(shared_targets(index, name)[2])
-        if targets not in seen:
-            seen.add(targets)
-            out.append((name, targets))
-    return out
 
 
 # ------------------------------------------------------------------ drawing

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pickle
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -141,11 +142,55 @@ def clusters_rows(index: AnalysisIndex) -> list[tuple[str, bytes]]:
 
 
 def _counts(index: AnalysisIndex) -> list[tuple[str, object]]:
-    """What else `kg techniques` asks of the whole corpus, computed once per build."""
+    """What else `kg techniques` and `kg trends --rising` ask of the whole corpus, computed
+    once per build."""
     types = TECHNIQUE_TYPES
     return [(result_key("technique_counts", types), analysis.technique_counts(index)),
             (result_key("cooccurrence", types),
-             analysis.cooccurrence(index, limit=analysis.STORED_PAIRS))]
+             analysis.cooccurrence(index, limit=analysis.STORED_PAIRS)),
+            (result_key("trend_counts"), trend_counts(index))]
+
+
+def technique_targets(index: AnalysisIndex) -> list[tuple[str, frozenset[str]]]:
+    """Each technique or method some paper counts for, with what its name counts (as
+    ``analysis.shared_targets``): what `kg trends --rising` ranks. An entity of a vocabulary
+    concept is named by the concept's label, so "RL", "Reinforcement Learning" and
+    "reinforcement learning" are one line; names counting the same entities appear once (the
+    first by name)."""
+    wanted = set(TECHNIQUE_TYPES)
+    concepts = index.vocab.concepts
+    names = set()
+    for eid in index.entity_papers:
+        name, type_ = index.info.get(eid, ("", ""))
+        if type_ in wanted:
+            concept = concepts.get(index.entities[eid].concept or "")
+            names.add(concept.pref_label if concept else name)
+    seen: set[frozenset[str]] = set()
+    out = []
+    for name in sorted(names, key=lambda n: (n.casefold(), n)):
+        targets = frozenset(analysis.shared_targets(index, name)[2])
+        if targets not in seen:
+            seen.add(targets)
+            out.append((name, targets))
+    return out
+
+
+def trend_counts(index: AnalysisIndex, facet_of: Mapping[str, int] | None = None
+                 ) -> list[tuple[str, dict[int, int]]]:
+    """Each of ``technique_targets`` with its papers per facets number (``facet_of``, else
+    the index's): any period (year, month, venue, category) follows from the numbers, so
+    `kg trends --rising` on a 100,000-paper project reads these instead of counting 1.5
+    million postings."""
+    if facet_of is None:
+        facet_of = index.facet_of
+    if isinstance(facet_of, Blob):  # (a million lookups: through the dict itself)
+        facet_of = facet_of.whole()
+    out = []
+    for name, targets in technique_targets(index):
+        postings = [index.entity_papers.get(eid, ()) for eid in targets]
+        pids = postings[0] if len(postings) == 1 else set().union(*postings)
+        out.append((name, dict(sorted(Counter(map(facet_of.__getitem__, pids)).items()))))
+    return out
 
 
 class Table(Mapping):
