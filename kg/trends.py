@@ -318,14 +318,14 @@ def trends_html(found: Trends, title: str = "kg trends") -> str:
     top = max((v for shares in lines for v in shares if v is not None), default=0.0) or 1.0
 
     def x(i: int) -> float:
-        return left + (width - left - 16) * (i / (n - 1) if n > 1 else 0.5)
+        return left + (width - left - 64) * (i / (n - 1) if n > 1 else 0.5)
 
     def y(v: float) -> float:
         return 16 + (height - bottom - 16) * (1 - v / top)
 
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
            f'width="{width}" height="{height}" role="img">',
-           f'<line x1="{left}" y1="{y(0):.1f}" x2="{width - 16}" y2="{y(0):.1f}" '
+           f'<line x1="{left}" y1="{y(0):.1f}" x2="{width - 64}" y2="{y(0):.1f}" '
            'stroke="#999"/>']
     for frac in (0.5, 1.0):
         svg.append(f'<text x="{left - 6}" y="{y(top * frac) + 4:.1f}" text-anchor="end">'
@@ -340,6 +340,10 @@ def trends_html(found: Trends, title: str = "kg trends") -> str:
                           if v is not None)
         svg.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" '
                    f'points="{points}"><title>{html.escape(series.name)}</title></polyline>')
+        svg.extend(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}"><title>'
+                   f'{html.escape(series.name)}, {html.escape(found.periods[i])}: '
+                   f'{series.counts[i]} of {found.papers[i]} ({v:.1%})</title></circle>'
+                   for i, v in enumerate(shares) if v is not None)
     svg.append("</svg>")
     return _page(found, title, "\n".join(svg))
 
