@@ -280,3 +280,10 @@ def test_a_project_index_written_before_facets_were_kept_reads_the_papers(corl, 
     assert not project.open_project(old).index().facet_of
     assert (trends(project.open_project(old).index(), TECHNIQUES, by="venue")
             == trends(project.open_project(corl).index(), TECHNIQUES, by="venue"))
+
+
+def test_an_extraction_jsonl_answers_like_its_project(corl):
+    args = ("trends", "planning", "diffusion model", "--by", "venue", "--format", "json")
+    from_jsonl = kg(*args, "--graph", corl / "extraction.jsonl")
+    assert from_jsonl.exit_code == 0, from_jsonl.output
+    assert from_jsonl.output == kg(*args, "--graph", corl).output
