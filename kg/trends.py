@@ -107,7 +107,8 @@ class Trends:
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
-            "by": self.by, "counting": "mentions" if self.include_mentions else "uses",
+            "by": self.by,
+            "counting": "uses and mentions" if self.include_mentions else "uses",
             "periods": [{"period": p, "papers": n} for p, n in zip(self.periods, self.papers,
                                                                      strict=True)],
             "papers_without_period": self.undated}
