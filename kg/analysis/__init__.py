@@ -246,8 +246,35 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
     KV caching
     """
     index = analysis_index(corpus, include_mentions, min_confidence)
-    folded = " ".join(query.split()).casefold()
-    # An entity id names exactly that entity (the map's panels ask this way).
+    direct, concepts, targets = shared_targets(index, query)
+    by_paper: dict[str, list[Usage]] = defaultdict(list)
+    for eid in targets:
+        is_direct = eid in direct or index.entities[eid].concept in concepts
+        for pid in index.entity_papers.get(eid, ()):
+            by_paper[pid].append(Usage(index.entities[eid], index.evidence[(pid, eid)],
+                                       is_direct, index.confidence[(pid, eid)],
+                                       (pid, eid) in index.used))
+    ordered = sorted(by_paper, key=index.order.__getitem__)
+    return [PaperUse(index.papers[pid].paper, tuple(sorted(by_paper[pid], key=lambda u: (
+        not u.direct, u.evidence.start, u.entity.id)))) for pid in ordered]
+
+
+def shared_targets(index: AnalysisIndex, query: str
+                   ) -> tuple[set[str], set[str], set[str]]:
+    """What ``shared`` (and ``kg trends``) count for ``query``: the entities it names
+    (``direct``), the concepts it or they stand for (``concepts``), and every entity whose use
+    counts (``targets``: those and the entities of narrower concepts). An entity id names
+    exactly that entity (the map's panels ask this way). An unknown name raises
+    NotFoundError with suggestions.
+
+    >>> from kg.pipeline import run
+    >>> index = analysis_index(run(["examples/iclr2025-seed.txt"]))
+    >>> sorted(shared_targets(index, "caching")[2])  # feature caching is narrower
+    ['technique/caching', 'technique/feature-caching']
+    """
+    folded = query.casefold()  # (as written first: a name may hold two spaces in a row)
+    if folded not in index.names:
+        folded = " ".join(query.split()).casefold()
     direct = {query} if query in index.entities else set(index.names.get(folded, ()))
     concepts = set() if direct == {query} else set(index.concept_labels.get(folded, ()))
     concepts |= {index.entities[eid].concept for eid in direct if index.entities[eid].concept}
@@ -263,17 +290,7 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
         hint = f"; did you mean: {', '.join(suggestions)}?" if suggestions else (
             "; `kg techniques` lists the techniques in this graph")
         raise NotFoundError(f"no entity or concept named {query!r}{hint}", suggestions)
-    targets = _targets(index, direct, concepts)
-    by_paper: dict[str, list[Usage]] = defaultdict(list)
-    for eid in targets:
-        is_direct = eid in direct or index.entities[eid].concept in concepts
-        for pid in index.entity_papers.get(eid, ()):
-            by_paper[pid].append(Usage(index.entities[eid], index.evidence[(pid, eid)],
-                                       is_direct, index.confidence[(pid, eid)],
-                                       (pid, eid) in index.used))
-    ordered = sorted(by_paper, key=index.order.__getitem__)
-    return [PaperUse(index.papers[pid].paper, tuple(sorted(by_paper[pid], key=lambda u: (
-        not u.direct, u.evidence.start, u.entity.id)))) for pid in ordered]
+    return direct, concepts, _targets(index, direct, concepts)
 
 
 def _targets(index: AnalysisIndex, direct: set[str], concepts: set[str]) -> set[str]:

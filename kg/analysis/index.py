@@ -39,6 +39,32 @@ MAX_DEPTH = 3
 # ------------------------------------------------------------------ the index
 
 
+class Facets(NamedTuple):
+    """What ``kg trends`` groups a paper by, kept apart from the paper (whose abstract a
+    query over every paper need not read)."""
+
+    year: int | None
+    date: str | None  # ISO "2024-05-01" or "2024-05"
+    venue: str | None
+    categories: tuple[str, ...]
+
+
+def facet_tables(papers: Mapping[str, Paper]) -> tuple[dict[int, Facets], dict[str, int]]:
+    """Each distinct ``Facets`` of ``papers`` by number (in order of first use), and each
+    paper's number: a stored index reads 100,000 papers' numbers in a tenth of the time their
+    facets would take (a conference has a few distinct facets, arXiv some thousands).
+
+    >>> values, of = facet_tables({"a": Paper(id="a", abstract="", year=2024),
+    ...                            "b": Paper(id="b", abstract="", year=2024)})
+    >>> values, of
+    ({0: Facets(year=2024, date=None, venue=None, categories=())}, {'a': 0, 'b': 0})
+    """
+    number: dict[Facets, int] = {}
+    of = {pid: number.setdefault(Facets(p.year, p.date, p.venue, p.categories), len(number))
+          for pid, p in papers.items()}
+    return {i: value for value, i in number.items()}, of
+
+
 class Feature(NamedTuple):  # a tuple: a stored index holds ~10 per paper, read in bulk
     factor: float  # 1.0 direct use, INHERITED ** depth through narrower entities
     via: tuple[str, ...]  # entity ids in this paper that brought an inherited feature, nearest
@@ -76,6 +102,9 @@ class AnalysisIndex:
     source: Callable[[], Corpus] | None = field(default=None, repr=False)
     # Results of the slow whole-corpus calls, computed when a project is built (result_key).
     stored: Mapping[str, object] | None = field(default=None, repr=False)
+    # The distinct facets of the papers by number, and each paper's number (facet_tables).
+    facets: Mapping[int, Facets] = field(default_factory=dict, repr=False)
+    facet_of: Mapping[str, int] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.papers)
@@ -302,6 +331,7 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
     postings = {k: tuple([pid for pid, _ in v]) for k, v in factors.items()}
     idf = {k: math.log(len(parts) / len(v)) for k, v in postings.items()}
     labels, concept_labels = _labels(entities, vocab)
+    facets, facet_of = facet_tables({pid: part.paper for pid, part in parts.items()})
     return AnalysisIndex({pid: PaperResult(part.paper, (), ()) for pid, part in parts.items()},
                          entities, features, postings, factors,
                          {k: tuple(v) for k, v in entity_papers.items()},
@@ -310,7 +340,7 @@ def assemble_index(parts: Mapping[str, PaperPart], entities: Mapping[str, Entity
                          tuple((pid, f"{part.paper.label}\0{part.paper.title or ''}".casefold())
                                for pid, part in parts.items()),
                          labels, concept_labels, broader, vocab, {}, frozenset(),
-                         include_mentions, min_confidence)
+                         include_mentions, min_confidence, facets=facets, facet_of=facet_of)
 
 
 _INDEXES: dict[tuple[int, bool, float], tuple[weakref.ref, AnalysisIndex]] = {}

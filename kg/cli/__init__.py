@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "related": ("kg.cli.analysis_cmds:related", "Papers related to a paper, by shared entities."),
     "shared": ("kg.cli.analysis_cmds:shared", "Papers that use a technique (or a narrower one)."),
     "techniques": ("kg.cli.analysis_cmds:techniques", "Techniques by paper count; paper clusters."),
+    "trends": ("kg.cli.trends_cmds:trends_cmd", "Papers using techniques per year; rising ones."),
     "neo4j": ("kg.cli.neo4j_cmds:neo4j", "Load the graph into Neo4j."),
     "cypher": ("kg.cli.neo4j_cmds:cypher", "Run a saved Cypher query with parameters."),
     "export": ("kg.cli.neo4j_cmds:export", "Write a Cypher script or neo4j-admin import CSVs."),

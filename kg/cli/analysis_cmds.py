@@ -28,13 +28,13 @@ FORMAT = click.option("--format", "fmt", type=click.Choice(["table", "json"]), d
                       show_default=True, help="table: readable; json: every field, full evidence.")
 
 
-def _graph_options(func):
+def graph_options(func):
     func = click.argument("inputs", nargs=-1, metavar="[INPUT]...")(func)
     return click.option("--graph", "graphs", multiple=True, metavar="DIR|FILE",
                         help=GRAPH_HELP)(func)
 
 
-def _load(graphs: tuple[str, ...], inputs: tuple[str, ...]):
+def load_graph(graphs: tuple[str, ...], inputs: tuple[str, ...]):
     """The corpus from --graph and/or INPUT files (raw inputs are extracted on the fly)."""
 
     sources = [*graphs, *inputs]
@@ -89,7 +89,7 @@ USE_OPTIONS = [
 ]
 
 
-def _use_options(func):
+def use_options(func):
     for option in reversed(USE_OPTIONS):
         func = option(func)
     return func
@@ -97,10 +97,10 @@ def _use_options(func):
 
 @click.command()
 @click.argument("paper")
-@_graph_options
+@graph_options
 @click.option("-n", "--limit", "n", type=click.IntRange(1), default=10, show_default=True,
               help="How many related papers.")
-@_use_options
+@use_options
 @FORMAT
 def related(paper, graphs, inputs, n, include_mentions, min_confidence, fmt):
     """Papers related to PAPER by shared techniques, methods, models, datasets (and tasks).
@@ -119,7 +119,7 @@ def related(paper, graphs, inputs, n, include_mentions, min_confidence, fmt):
       kg related LOTOS --graph exports/ --min-confidence 0.8
     """
 
-    corpus = _load(graphs, inputs)
+    corpus = load_graph(graphs, inputs)
     target = find_paper(corpus, paper)
     results = related_papers(corpus, target.id, n=n, include_mentions=include_mentions,
                              min_confidence=min_confidence)
@@ -153,8 +153,8 @@ def _via(names: tuple[str, ...]) -> str:
 
 @click.command()
 @click.argument("technique")
-@_graph_options
-@_use_options
+@graph_options
+@use_options
 @FORMAT
 def shared(technique, graphs, inputs, include_mentions, min_confidence, fmt):
     """Every paper using TECHNIQUE or a narrower concept, with the sentence saying so.
@@ -172,7 +172,7 @@ def shared(technique, graphs, inputs, include_mentions, min_confidence, fmt):
       kg shared quantization --graph exports/ --include-mentions
     """
 
-    corpus = _load(graphs, inputs)
+    corpus = load_graph(graphs, inputs)
     uses = shared_papers(corpus, technique, include_mentions=include_mentions,
                          min_confidence=min_confidence)
     if fmt == "json":
@@ -194,7 +194,7 @@ def shared(technique, graphs, inputs, include_mentions, min_confidence, fmt):
 
 
 @click.command()
-@_graph_options
+@graph_options
 @click.option("-n", "--limit", "n", type=click.IntRange(1), default=20, show_default=True,
               help="How many techniques, pairs and clusters to show.")
 @click.option("--seed", type=int, default=0, show_default=True,
@@ -215,7 +215,7 @@ def techniques(graphs, inputs, n, seed, include_mentions, fmt):
       kg techniques examples/iclr2025-seed.txt -n 5 --format json
     """
 
-    corpus = _load(graphs, inputs)
+    corpus = load_graph(graphs, inputs)
     counts = technique_counts(corpus, include_mentions=include_mentions)[:n]
     pairs = cooccurrence(corpus, limit=n)
     groups = clusters(corpus, seed=seed)
