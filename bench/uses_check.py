@@ -8,8 +8,9 @@ For each technique, every user paper with the sentence kg gives as evidence, joi
 judgements in ``tests/data/uses-check.tsv`` (one row per technique, paper and evidence
 sentence: ``use`` or ``not``, and a one-line reason a reader can check against the sentence).
 Prints per technique: users, judged, real uses and their share; then every user not yet judged
-(paper, title, sentence: judge it and add a row) and every paper judged a real use that is no
-longer listed (recall lost). ``--tsv`` prints the unjudged users as rows to paste and fill in.
+(paper, title, sentence: judge it and add a row) and every paper judged a real use that this
+graph does not list ("missed": on the graph after a change, recall lost; on the graph before
+it, the real users the change added). ``--tsv`` prints the unjudged users as rows to paste and fill in.
 A judgement is of the sentence: when kg gives a paper another sentence, it is judged again.
 Figures, not assertions (docs/uses-check.md says how the judgements were made).
 """
@@ -22,6 +23,7 @@ import sys
 from pathlib import Path
 
 from kg.analysis import shared
+from kg.errors import KgError
 from kg.project import open_project
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +63,7 @@ def users(index, technique: str) -> list[tuple[str, str, str]]:
 
 def check(index, techniques: tuple[str, ...], judged: dict, tsv: bool) -> None:
     unjudged: list[tuple[str, str, str, str]] = []
-    print(f"{'technique':<22} {'users':>5} {'judged':>6} {'real':>5} {'share':>6} {'lost':>5}")
+    print(f"{'technique':<22} {'users':>5} {'judged':>6} {'real':>5} {'share':>6} {'missed':>6}")
     for technique in techniques:
         listed = users(index, technique)
         verdicts = [judged.get((technique, pid, sentence)) for pid, _, sentence in listed]
@@ -71,12 +73,12 @@ def check(index, techniques: tuple[str, ...], judged: dict, tsv: bool) -> None:
         lost = sorted({pid for (t, pid, _), (verdict, _) in judged.items()
                        if t == technique and verdict == "use" and pid not in listed_ids})
         share = f"{real / done:.1%}" if done else "-"
-        print(f"{technique:<22} {len(listed):>5} {done:>6} {real:>5} {share:>6} {len(lost):>5}")
+        print(f"{technique:<22} {len(listed):>5} {done:>6} {real:>5} {share:>6} {len(lost):>6}")
         unjudged += [(technique, pid, title, sentence)
                      for (pid, title, sentence), v in zip(listed, verdicts, strict=True)
                      if v is None]
         for pid in lost:
-            print(f"    lost real use: {pid}")
+            print(f"    judged a real use, not listed: {pid}")
     if tsv:
         for technique, pid, _, sentence in unjudged:
             print("\t".join((technique, pid, "?", "?", sentence)))
@@ -92,7 +94,10 @@ def main() -> None:
     ap.add_argument("--judgements", type=Path, default=JUDGEMENTS)
     ap.add_argument("--tsv", action="store_true", help="print unjudged users as TSV rows")
     args = ap.parse_args()
-    index = open_project(args.graph).index()
+    try:
+        index = open_project(args.graph).index()
+    except KgError as exc:
+        sys.exit(f"uses_check: {exc}")
     check(index, tuple(args.techniques.split(",")), read_judgements(args.judgements), args.tsv)
 
 

@@ -242,11 +242,13 @@ BACKGROUND_VERB = re.compile(
     r"exceptional|outstanding|significant|tremendous|substantial)|excels?\s+(?:at|in))\b",
     re.IGNORECASE)
 # A negated reliance reaches over its object's clause: "does not rely on the assumption that
-# the operator is L-Lipschitz", "does not require access to a KV cache" (not past "and", "but"…).
+# the operator is L-Lipschitz", "does not require access to a KV cache" (not past "and", "but",
+# "after"…: "does not require retraining after pruning" prunes).
 NEGATED_RELIANCE = re.compile(
     r"\b(?:does|do|did|need|needs|can|could|should)\s+not\s+(?:rely|depend|require|need|assume|"
     r"make\s+use|resort)\w*(?:\s+(?:on|upon|of|to))?(?:\s+(?!(?:and|but|while|whereas|yet|"
-    r"instead|which|thus|hence|we|our|it|so|rather|only)\b)[\w\-()$\\]+){0,10}?\s*-?$",
+    r"instead|which|thus|hence|we|our|it|so|rather|only|after|before|during|when|once|since|"
+    r"because|as|like|unlike)\b)[\w\-()$\\]+){0,10}?\s*-?$",
     re.IGNORECASE)
 # Said of an assumption after it: "Lipschitz continuity assumptions … are restrictive and do
 # not hold in many problems".
