@@ -10,9 +10,9 @@ sentence: ``use`` or ``not``, and a one-line reason a reader can check against t
 Prints per technique: users, judged, real uses and their share; then every user not yet judged
 (paper, title, sentence: judge it and add a row) and every paper judged a real use that this
 graph does not list ("missed": on the graph after a change, recall lost; on the graph before
-it, the real users the change added). ``--tsv`` prints the unjudged users as rows to paste and fill in.
-A judgement is of the sentence: when kg gives a paper another sentence, it is judged again.
-Figures, not assertions (docs/uses-check.md says how the judgements were made).
+it, the real users the change added). ``--tsv`` prints the unjudged users as rows to paste
+and fill in. A judgement is of the sentence: when kg gives a paper another sentence, it is
+judged again. Figures, not assertions (docs/uses-check.md says how the judgements were made).
 """
 
 from __future__ import annotations
