@@ -526,9 +526,15 @@ def test_an_ambiguous_alias_counts_only_in_its_own_sense():
         "quantization": [
             Paper(id="quantum", title="Stochastic Quantum Sampling",
                   abstract="One challenge of quantizing the resulting Markov chains is balance."),
-            Paper(id="completion", abstract="We formulate a 1-bit tensor completion."),
             Paper(id="coarse", abstract="It yields spatially coarsely quantized feature maps."),
-            Paper(id="vqd", abstract="Experiments on Stable Diffusion and VQ Diffusion show it."),
+        ],
+        "binary-neural-network": [
+            Paper(id="completion", abstract="We formulate a 1-bit tensor completion."),
+        ],
+        "vector-quantization": [
+            Paper(id="vqd", abstract="Experiments on Stable Diffusion and VQ Diffusion with "
+                  "different fine-tuning methods (i.e, LoRA, DreamBooth, and standard training) "
+                  "demonstrate the effectiveness of our proposed method."),
         ],
     }
     for concept, papers in other_sense.items():

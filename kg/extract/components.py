@@ -179,7 +179,8 @@ def _rule(name: str):
 @_rule("kg_versions")
 def _versions(s: State) -> None:
     d = s.document
-    s.found += versioned_names(s.index, list(d.names), d.text)
+    # "VQ" in "VQ Diffusion" is found here, not by the phrase matcher: the same context rules.
+    s.found += in_context(d.text, list(versioned_names(s.index, list(d.names), d.text)))
     s.found += coordinated_names(s.index, d.text)
 
 

@@ -163,7 +163,7 @@ def in_context(text: str, found: list[Candidate]) -> list[Candidate]:
     >>> found = [Candidate(Span("cache", m.start(), m.end()), "Technique", "vocabulary", "t", 0.9)
     ...          for m in re.finditer("cache", text)]
     >>> [c.span.start for c in in_context(text, found)]
-    [35]
+    [37]
     """
     return [c for c in found if not _other_sense(text, c)]
 
