@@ -445,3 +445,119 @@ def test_candidate_types_are_plain_strings_on_real_abstracts(corpora_dir):
     papers = [g.paper for g in load_gold(DATA / "dev-gold.jsonl", corpora_dir)]
     kinds = {type(c.type) for ex in Extractor().extract(papers) for c in ex.candidates}
     assert kinds == {str}
+
+
+def _predicates(papers: list[Paper], concept: str) -> dict[str, set[str]]:
+    """Paper id → the predicates linking it to technique ``concept`` (empty: not found)."""
+    from kg.pipeline import extract_all
+
+    results = resolve(extract_all(papers)).results
+    return {r.paper.id: {x.predicate for x in r.relations if x.object == f"technique/{concept}"}
+            for r in results}
+
+
+def test_a_negated_reliance_or_a_rejected_assumption_is_a_mention_not_a_use():
+    # Sentences from ICLR/ICML 2024 abstracts that counted as Lipschitz uses.
+    lipschitz = [
+        "We give the first convergence result for VIs with general constraints that does not "
+        "rely on the assumption that the operator is $L$-Lipschitz.",
+        "Despite the well-known fact that dot-product self-attention is not (globally) "
+        "Lipschitz, we develop new theoretical analysis.",
+        "To mitigate the lack of local Lipschitz continuity, popular approaches revolve around "
+        "linesearch procedures.",
+        "The oft-used strong-monotonicity and Lipschitz continuity assumptions on VI problems are "
+        "restrictive and do not hold in many machine learning problems.",
+    ]
+    found = _predicates([Paper(id=str(i), abstract=t) for i, t in enumerate(lipschitz)],
+                        "lipschitz-continuity")
+    assert all(preds == {"mentions"} for preds in found.values()), found
+    # The negation ends with its clause: what follows "and" is used.
+    kept = _predicates([Paper(id="q", abstract="Our method does not require retraining and "
+                              "uses quantization.")], "quantization")
+    assert "usesTechnique" in kept["q"]
+    kept = _predicates([Paper(id="p", abstract="Our one-shot method does not require model "
+                              "retraining after pruning.")], "pruning")
+    assert "usesTechnique" in kept["p"]
+
+
+def test_hedged_and_attributed_prior_work_is_a_mention_not_a_use():
+    texts = {
+        "quantization": [
+            "This hypothesis was only partially verified for NNs of tiny sizes or specific "
+            "types, such as quantized NNs.",
+            "The straight-through estimator (STE) is commonly used to optimize quantized neural "
+            "networks, yet its contexts of effective performance are unclear.",
+        ],
+        "vector-quantization": [
+            "These methods are modeled in the vector-quantized (VQ) space, whereas leading "
+            "recognition methods use pixels as inputs.",
+        ],
+        "lipschitz-continuity": [
+            "We build upon the work by Bolte et al. (2022), who prove linear convergence under a "
+            "piecewise Lipschitz smooth assumption.",
+            "We introduce a structural assumption that generalizes most of the settings proposed "
+            "so far (e.g., linear MDPs and Lipschitz MDPs).",
+            "Recently, a variety of minimax algorithms based on Lipschitz smoothness have been "
+            "proposed.",
+            "For a very long time, the stepsize has tacitly been set to one divided by the "
+            "Lipschitz constant.",
+        ],
+    }
+    for concept, sentences in texts.items():
+        found = _predicates([Paper(id=str(i), abstract=t) for i, t in enumerate(sentences)],
+                            concept)
+        assert all(preds == {"mentions"} for preds in found.values()), (concept, found)
+
+
+def test_an_ambiguous_alias_counts_only_in_its_own_sense():
+    other_sense = {
+        "caching": [
+            Paper(id="l2", abstract="We accelerate training by reducing GPU L2 cache miss."),
+            Paper(id="hbm", abstract="Each step moves the model from HBM to the accelerator's "
+                  "cache."),
+            Paper(id="io", abstract="FlashAttention requires $N^2/M$ I/O operations where $M$ "
+                  "is the size of cache."),
+        ],
+        "feature-caching": [
+            Paper(id="transfer", title="Feature Reuse and Scaling: Understanding Transfer "
+                  "Learning with Protein Language Models",
+                  abstract="We perform a systematic analysis of transfer learning."),
+        ],
+        "quantization": [
+            Paper(id="quantum", title="Stochastic Quantum Sampling",
+                  abstract="One challenge of quantizing the resulting Markov chains is balance."),
+            Paper(id="coarse", abstract="It yields spatially coarsely quantized feature maps."),
+        ],
+        "binary-neural-network": [
+            Paper(id="completion", abstract="We formulate a 1-bit tensor completion."),
+        ],
+        "vector-quantization": [
+            Paper(id="vqd", abstract="Experiments on Stable Diffusion and VQ Diffusion with "
+                  "different fine-tuning methods (i.e, LoRA, DreamBooth, and standard training) "
+                  "demonstrate the effectiveness of our proposed method."),
+        ],
+    }
+    for concept, papers in other_sense.items():
+        found = _predicates(papers, concept)
+        assert not any(found.values()), (concept, found)
+    # In their own sense the same aliases are uses.
+    own = _predicates([Paper(id="zo", abstract="We develop feature reuse and forward "
+                             "parallelization to speed up zeroth-order training.")],
+                      "feature-caching")
+    assert "usesTechnique" in own["zo"]
+    kv = _predicates([Paper(id="kv", abstract="We evict tokens from the cache to fit the "
+                            "GPU memory.")], "caching")
+    assert "usesTechnique" in kv["kv"]
+
+
+def test_a_vector_quantization_paper_uses_quantization_whatever_else_it_says():
+    from kg.analysis import shared
+    from kg.pipeline import extract_all
+    from kg.vocab import load_vocabulary
+
+    vq = CONCEPT_NS + "technique/vector-quantization"
+    assert CONCEPT_NS + "technique/quantization" in load_vocabulary().ancestors(vq)
+    corpus = resolve(extract_all([
+        Paper(id="a", abstract="We train an autoencoder with a vector-quantized codebook."),
+        Paper(id="b", abstract="We use vector quantization and quantized latent codes.")]))
+    assert [u.paper.id for u in shared(corpus, "quantization")] == ["a", "b"]

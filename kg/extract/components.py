@@ -55,7 +55,13 @@ from kg.extract.select import inside_new_names, propagate, select
 from kg.extract.tasks import task_phrases
 from kg.extract.terms import term_candidates
 from kg.extract.text import clean_text
-from kg.extract.vocabulary import VocabularyMatcher, canonical, coordinated_names, versioned_names
+from kg.extract.vocabulary import (
+    VocabularyMatcher,
+    canonical,
+    coordinated_names,
+    in_context,
+    versioned_names,
+)
 from kg.labels import LabelIndex
 from kg.model import Candidate, Link, Paper
 from kg.vocab import Vocabulary, load_vocabulary
@@ -147,7 +153,8 @@ class VocabularyComponent:
             paper = Paper(id="", abstract=doc.text)
         # The Doc's text is the paper's, cleaned (``doc.text`` would join every token anew).
         text = clean_text(paper.text)
-        doc._.kg = State(Document.of(paper, text), self.index, self.matcher(doc, text))
+        doc._.kg = State(Document.of(paper, text), self.index,
+                         in_context(text, self.matcher(doc, text)))
         return doc
 
 
@@ -172,7 +179,8 @@ def _rule(name: str):
 @_rule("kg_versions")
 def _versions(s: State) -> None:
     d = s.document
-    s.found += versioned_names(s.index, list(d.names), d.text)
+    # "VQ" in "VQ Diffusion" is found here, not by the phrase matcher: the same context rules.
+    s.found += in_context(d.text, list(versioned_names(s.index, list(d.names), d.text)))
     s.found += coordinated_names(s.index, d.text)
 
 

@@ -20,10 +20,12 @@ from kg.extract.words import (
     EXTEND,
     INSPIRED_BY,
     LEFT_BEHIND,
+    NEGATED_RELIANCE,
     NOT_USED_BEFORE,
     OUTPERFORM,
     PRIOR_WORK_BEFORE,
     PRIOR_WORK_SENTENCE,
+    REJECTED_AFTER,
     TITLE_NEGATION,
     USE_CUE,
 )
@@ -140,7 +142,7 @@ _CUE_WORDS = frozenset((
     "obviating", "obviated", "bypass", "bypasses", "bypassing", "bypassed", "circumvent",
     "circumvents", "circumventing", "circumvented", "dispense", "dispenses", "dispensing",
     "dispensed", "alternative", "alternatives", "replace", "replaces", "replaced", "replacing",
-    "compared", "than"))
+    "compared", "than", "lack", "absence"))
 
 
 _LETTERS = re.compile(r"[a-z]+")
@@ -179,12 +181,9 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
                 prior_from[sentence.start] = found
                 background[sentence.start] = sentence.start + _background_end(text)
             window = d.text[max(sentence.start, c.span.start - 80):c.span.start]
-            # Most windows hold no cue word at all: a set lookup spares them the big pattern.
-            cue = NOT_USED_BEFORE.search(window) if not _CUE_WORDS.isdisjoint(
-                _LETTERS.findall(window.lower())) else None
-            if cue:
-                contrast = CONTRAST_CUE.match(cue.group(0).strip())
-                reason = "contrasted" if contrast else "negated"
+            near = _negated_near(d, c, window, sentence.end)
+            if near:
+                reason = near
             elif k and out[k - 1] and COORDINATION.fullmatch(
                     d.text[chosen[k - 1].span.end:c.span.start]):
                 reason = out[k - 1]  # "without caching or quantization"
@@ -197,6 +196,20 @@ def _not_used(d: Document, chosen: list[Candidate]) -> list[str | None]:
                 reason = "prior-work"
         out.append(reason)
     return out
+
+
+def _negated_near(d: Document, c: Candidate, window: str, sentence_end: int) -> str | None:
+    """"negated" or "contrasted" by the words just before the occurrence (``window``: up to 80
+    characters of its sentence), or by what its sentence says of it after; else None."""
+    # Most windows hold no cue word at all: a set lookup spares them the big pattern.
+    words = _LETTERS.findall(window.lower())
+    cue = NOT_USED_BEFORE.search(window) if not _CUE_WORDS.isdisjoint(words) else None
+    if cue:
+        return "contrasted" if CONTRAST_CUE.match(cue.group(0).strip()) else "negated"
+    if ("not" in words and NEGATED_RELIANCE.search(window)) or REJECTED_AFTER.match(
+            d.text, c.span.end, sentence_end):
+        return "negated"
+    return None
 
 
 def _background_end(sentence: str) -> int:

@@ -18,7 +18,13 @@ from spacy.matcher import PhraseMatcher
 from spacy.tokens import Doc
 
 from kg.extract.text import variants
-from kg.extract.words import COORDINATED, TYPE_CONFIDENCE, VERSION_TAIL
+from kg.extract.words import (
+    COORDINATED,
+    NEEDS_CONTEXT,
+    OTHER_SENSE,
+    TYPE_CONFIDENCE,
+    VERSION_TAIL,
+)
 from kg.labels import Label, LabelIndex, is_acronym_like
 from kg.model import Candidate, Span
 from kg.vocab import Vocabulary
@@ -146,6 +152,35 @@ class VocabularyMatcher:
                              for label in self._labels[key])
         found.sort(key=canonical)
         return found
+
+
+def in_context(text: str, found: list[Candidate]) -> list[Candidate]:
+    """The vocabulary's matches less those of an ambiguous alias where its context shows the
+    other sense (``OTHER_SENSE``, ``NEEDS_CONTEXT``).
+
+    >>> from kg.model import Span
+    >>> text = "It reduces GPU L2 cache misses. A KV cache."
+    >>> found = [Candidate(Span("cache", m.start(), m.end()), "Technique", "vocabulary", "t", 0.9)
+    ...          for m in re.finditer("cache", text)]
+    >>> [c.span.start for c in in_context(text, found)]
+    [37]
+    """
+    return [c for c in found if not _other_sense(text, c)]
+
+
+def _other_sense(text: str, c: Candidate) -> bool:
+    surface = c.span.text
+    needs = NEEDS_CONTEXT.get(" ".join(surface.replace("-", " ").split()).casefold())
+    if needs is not None:
+        return needs.search(text) is None
+    for alias, before, after, paper in OTHER_SENSE:
+        if alias.fullmatch(surface) and (
+                (before is not None and before.search(text, max(0, c.span.start - 40),
+                                                      c.span.start))
+                or (after is not None and after.match(text, c.span.end))
+                or (paper is not None and paper.search(text))):
+            return True
+    return False
 
 
 def canonical(c: Candidate) -> tuple:

@@ -179,14 +179,16 @@ NOT_USED_BEFORE = re.compile(
     r"as\s+opposed\s+to|contrary\s+to|free\s+(?:of|from)|no\s+need\s+(?:for|of)|"
     r"not\s+necessarily|"
     r"(?:does|do|did|is|are|was|were|can|could|need|needs|should)\s+not(?!\s+only)"
-    r"(?:\s+\w+){0,2}|never(?:\s+\w+)?|avoid(?:s|ing|ed)?(?:\s+the\s+need\s+for)?|"
+    r"(?:\s+(?:\w+|\([^()]{1,30}\))){0,2}|never(?:\s+\w+)?|(?:the\s+)?(?:lack|absence)\s+of|"
+    r"avoid(?:s|ing|ed)?(?:\s+the\s+need\s+for)?|"
     r"eliminat\w*\s+(?:the\s+)?need\s+for|obviat\w*\s+(?:the\s+)?need\s+for|"
     r"bypass\w*|circumvent\w*|dispens\w+\s+with|alternatives?\s+to|replac(?:e|es|ed|ing)|"
     r"compared\s+(?:to|with)|in\s+comparison\s+(?:to|with)|than|no)"
     r"(?:\s+(?:relying|depending|requiring|using|needing|resorting|recourse|need|needs|for|on|"
     r"to|of|the|a|an|any|costly|expensive|explicit|additional|extra|full|standard|"
     r"conventional|traditional|existing|prior|previous|vanilla|naive|heavy|large|complex|"
-    r"separate|dedicated|external|specialized|per-\w+|\w+-based|\w+-specific))*\s+$)",
+    r"separate|dedicated|external|specialized|local|global|per-\w+|\w+-based|\w+-specific))*"
+    r"\s+$)",
     re.IGNORECASE)
 # A title that opens, or goes on after a colon, with "No X" or "Without X" ("No Cache, No
 # Problem: …") negates X: a title is a phrase, so NOT_USED_BEFORE's clause rules do not apply.
@@ -201,7 +203,12 @@ PRIOR_WORK_SENTENCE = re.compile(
     r"common)\s+(?:[\w\-]+\s+){0,3}?(?:methods?|approaches|works?|studies|techniques|"
     r"solutions|frameworks|algorithms|systems|literature|research|attempts|efforts|baselines|"
     r"pipelines|paradigms|strategies|designs|practices?|schemes)\b"
-    r"|^\W*(?:traditionally|historically|previously|conventionally|classically)\b",
+    r"|^\W*(?:these|those)\s+(?:methods|approaches|works|techniques)\b"
+    r"|^\W*(?:traditionally|historically|previously|conventionally|classically|for\s+(?:a\s+)?"
+    r"(?:very\s+)?long\s+time|for\s+decades)\b"
+    # "Recently, a variety of algorithms … have been proposed.": no "we" in it, someone else's.
+    r"|^\W*recently\W+(?:(?!\b(?:we|our|this)\b)[^;:])*?\b(?:(?:have|has)\s+been|was|were)\s+"
+    r"(?:proposed|developed|introduced|established|shown)\b",
     re.IGNORECASE)
 # Within a sentence, what follows "prior work has …", "… have been proposed that use", "inspired
 # by the success of" is someone else's work.
@@ -210,7 +217,11 @@ PRIOR_WORK_BEFORE = re.compile(
     r"(?:works?|methods?|approaches|studies|research|literature|efforts|attempts|techniques)\s+"
     r"(?:has|have|had|typically|usually|often|mostly|either|rely|relied|use|used|employ|"
     r"adopt|focus|require)|researchers\s+(?:have|had)|(?:have|has)\s+been\s+(?:proposed|"
-    r"developed|introduced|studied|explored))\b",
+    r"developed|introduced|studied|explored)|(?:is|are)\s+(?:commonly|widely|often|typically|"
+    r"usually)\s+used\s+(?:to|for|in)|proposed\s+(?:so\s+far|previously|in\s+the\s+"
+    r"literature)|et\s+al\.?\s*(?:\(\d{4}\w?\))?\s*,?\s+(?:who|which)|(?:was|were|(?:has|have)\s+"
+    r"been)\s+(?:only\s+)?(?:partially|previously)\s+(?:verified|validated|confirmed|shown|"
+    r"tested|studied|observed|demonstrated))\b",
     re.IGNORECASE)
 # Background: a sentence about the field, not this paper ("LLMs have shown…", "RL has been
 # applied to…", "Recent advances in X…"). What it names as its subject is a mention: hub
@@ -230,7 +241,49 @@ BACKGROUND_VERB = re.compile(
     r"exhibit|demonstrate|achieve)s?\s+(?:remarkable|impressive|great|strong|promising|"
     r"exceptional|outstanding|significant|tremendous|substantial)|excels?\s+(?:at|in))\b",
     re.IGNORECASE)
+# A negated reliance reaches over its object's clause: "does not rely on the assumption that
+# the operator is L-Lipschitz", "does not require access to a KV cache" (not past "and", "but",
+# "after"…: "does not require retraining after pruning" prunes).
+NEGATED_RELIANCE = re.compile(
+    r"\b(?:does|do|did|need|needs|can|could|should)\s+not\s+(?:rely|depend|require|need|assume|"
+    r"make\s+use|resort)\w*(?:\s+(?:on|upon|of|to))?(?:\s+(?!(?:and|but|while|whereas|yet|"
+    r"instead|which|thus|hence|we|our|it|so|rather|only|after|before|during|when|once|since|"
+    r"because|as|like|unlike)\b)[\w\-()$\\]+){0,10}?\s*-?$",
+    re.IGNORECASE)
+# Said of an assumption after it: "Lipschitz continuity assumptions … are restrictive and do
+# not hold in many problems".
+REJECTED_AFTER = re.compile(
+    r"[^.;]{0,60}?\b(?:assumptions?|conditions?)\b[^.;]{0,40}?\b(?:(?:is|are)\s+(?:often\s+|too\s+|"
+    r"overly\s+)?(?:restrictive|unrealistic|violated)|(?:do|does|may|might|need)\s+not\s+hold|"
+    r"fails?\s+to\s+hold)",
+    re.IGNORECASE)
 INSPIRED_BY = re.compile(r"\binspired\s+by\b[^,;]*$", re.IGNORECASE)
 CONTRAST_CUE = re.compile(r"(?i)unlike|in\s+contrast|as\s+opposed|contrary|compared|"
                           r"in\s+comparison|than|rather|instead|alternative|replac")
 COORDINATION = re.compile(r"\s*(?:,|and|or|nor|, and|, or)\s*")
+
+
+# Aliases that are also everyday phrases, or have another sense: (the alias, any case; the
+# words before it, after it, or anywhere in the paper that show the other sense). A match in
+# that context is not the concept: "GPU L2 cache misses" are hardware, not caching; "quantizing
+# Markov chains" in a quantum paper is quantum computing; "1-bit matrix completion" is about
+# binary observations. An alias listed with ``needs`` counts only in a paper that also says
+# it: transfer learning's "feature reuse" is not caching unless the paper speaks of computation.
+OTHER_SENSE = (
+    (re.compile(r"caches?", re.I),
+     re.compile(r"(?:\bL[123]|\b[GC]PU|on-chip|accelerator'?s?|processor'?s?|\bfast|last-level|"
+                r"\b(?:size|capacity)\s+of)\s+$", re.I),
+     re.compile(r"(?:\s|-)*(?:miss(?:es)?|hits?|lines?|hierarchy|mismatch)\b", re.I), None),
+    (re.compile(r"1-bit", re.I), None,
+     re.compile(r"\s+(?:(?:matrix|tensor)\s+(?:completion|sensing|recovery)|compressed\s+sensing)",
+                re.I), None),
+    (re.compile(r"quantiz(?:e|es|ing)", re.I), None, None, re.compile(r"\bquantum\b", re.I)),
+    # "coarsely quantized feature maps": a resolution, not a technique.
+    (re.compile(r"quantized", re.I), re.compile(r"\b(?:coarsely|finely)\s+$", re.I), None, None),
+    # "VQ Diffusion" is a model a paper may run; its name does not make the paper quantize.
+    (re.compile(r"VQ"), None, re.compile(r"[\s-]*Diffusion\b"), None),
+)
+NEEDS_CONTEXT = {
+    "feature reuse": re.compile(r"\b(?:comput|forward\s+pass|latency|accelerat|speed|redundan|"
+                                r"cach|throughput|inference\s+cost)", re.I),
+}
