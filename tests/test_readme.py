@@ -99,6 +99,24 @@ def test_every_everyday_command_in_the_readme_runs_as_printed(workspace):
         assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr[-2000:]}"
 
 
+def test_the_readme_commands_reading_other_formats_run_as_printed(workspace):
+    commands = _commands("Reading the dumps you have")
+    assert len(commands) >= 3
+    for argv in commands:
+        done = _kg(argv, workspace)
+        assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr[-2000:]}"
+        assert done.stdout.strip() or "wrote" in done.stderr, shlex.join(argv)
+
+
+def test_the_readme_trends_commands_run_on_the_conference_files(workspace, corpora_dir):
+    commands = _commands("Techniques over time")
+    for argv in commands:
+        argv = [a.replace("../shared/corpora", str(corpora_dir)) for a in argv]
+        done = _kg(argv, workspace)
+        assert done.returncode == 0, f"{shlex.join(argv)}\n{done.stderr[-2000:]}"
+    assert (workspace / "corl" / "rising.html").stat().st_size > 1000
+
+
 def test_the_readme_neo4j_commands_run_as_printed(workspace, neo4j_driver, neo4j_conn):
     wipe(neo4j_driver, neo4j_conn)
     for _title, lines in _blocks():
