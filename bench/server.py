@@ -79,9 +79,9 @@ def busiest_paper(url: str) -> str:
 def variants(text: str, paper: str) -> list[tuple[str, dict[str, str]]]:
     """The ways a saved query is run: unbound, and bound by each parameter it documents."""
     out: list[tuple[str, dict[str, str]]] = [("unbound", {})]
-    if "?paper_id" in text:
+    if "Parameter ?paper_id" in text:
         out.append(("paper_id", {"paper_id": paper}))
-    if "?technique" in text:
+    if "Parameter ?technique" in text:
         out.append(("technique=large language model", {"technique": "large language model"}))
     if "?limit" in text:
         out.append(("page 5 (offset 200, limit 50)", {"offset": "200", "limit": "50"}))
