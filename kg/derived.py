@@ -6,8 +6,9 @@
   what ``kg techniques`` lists and ``kg shared`` counts; uses, not mentions);
 - ``concept_counts``: every vocabulary concept with the papers using it or a narrower one
   (what ``sparql/concepts-by-paper-count.rq`` counted by walking ``skos:broader*``);
-- ``cooccurrence``: pairs of techniques/methods used by ``MIN_PAIR_PAPERS`` or more papers
-  together (``cooccurrence``, what ``kg techniques`` ranks);
+- ``cooccurrence``: the first ``STORED_PAIRS`` (1,000) pairs of techniques/methods of
+  ``kg techniques``' ranking (``cooccurrence``), those used together by ``MIN_PAIR_PAPERS`` or
+  more papers;
 - ``related``: each paper's top ``k`` related papers, ranked, with weight and shared entities
   (``related``, what ``kg related PAPER -n k`` prints).
 
@@ -31,7 +32,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
-from kg.analysis import AnalysisIndex, analysis_index, cooccurrence, related, technique_counts
+from kg.analysis import (
+    STORED_PAIRS,
+    AnalysisIndex,
+    analysis_index,
+    cooccurrence,
+    related,
+    technique_counts,
+)
 from kg.model import Corpus
 from kg.rdf import RDF_NS, XSD_NS, entity_iri, paper_iri
 from kg.vocab import BASE, ONTOLOGY_NS
@@ -128,8 +136,11 @@ def derived_facts(corpus: Corpus | AnalysisIndex, k: int = RELATED_K) -> Derived
     index = analysis_index(corpus)
     users = tuple(UserCount(e.id, n, rank) for rank, (e, n)
                   in enumerate(technique_counts(index), 1))
+    # The pairs a project's index stores (STORED_PAIRS, computed when it was written: the
+    # whole list costs 2 s at 4,870 papers and `kg techniques` shows the first ones).
     pairs = tuple(Cooccurrence(a.id, b.id, n, rank) for rank, (a, b, n)
-                  in enumerate(cooccurrence(index), 1) if n >= MIN_PAIR_PAPERS)
+                  in enumerate(cooccurrence(index, limit=STORED_PAIRS), 1)
+                  if n >= MIN_PAIR_PAPERS)
     weights = tuple(FeatureWeight(key, round(index.weight(key), 6))
                     for key in sorted(index.postings) if index.weight(key) > 0)
     return DerivedFacts(users, _concept_counts(index), pairs, weights,

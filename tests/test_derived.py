@@ -56,7 +56,7 @@ def test_user_counts_and_pairs_in_the_store_are_what_kg_techniques_prints(corl):
         (t["id"], t["papers"]) for t in cli_out["techniques"]]
     assert [int(r["rank"]) for r in rows] == list(range(1, len(rows) + 1))
     pairs = select(store, "technique-cooccurrence", limit="100000")
-    expected = [(sorted([p["a"], p["b"]]), p["papers"]) for p in cli_out["pairs"]
+    expected = [(sorted([p["a"], p["b"]]), p["papers"]) for p in cli_out["pairs"][:1000]
                 if p["papers"] >= 2]
     assert [(sorted([entity(r["a"]), entity(r["b"])]), int(r["papers"])) for r in pairs
             ] == expected
