@@ -207,10 +207,11 @@ def update_derived(path: Path, triples: list[tuple[str, str, str]]) -> int:
                .decode("utf-8").splitlines(keepends=True))
     wanted = {f"{s} {p} {o} .\n" for s, p, o in triples}
     gone, new = held - wanted, wanted - held
-    if gone:
-        for quad in ox.parse(input="".join(gone).encode("utf-8"),
-                             format=ox.RdfFormat.N_TRIPLES):
-            store.remove(quad)
+    # One update per 5,000 lines, not a transaction per quad (store.remove): most facts
+    # change on every build (IDF weights, ranks, positions), 20,000 lines at 4,870 papers.
+    gone_lines = sorted(gone)
+    for start in range(0, len(gone_lines), 5000):
+        store.update("DELETE DATA { " + "".join(gone_lines[start:start + 5000]) + " }")
     if new:
         store.load(input="".join(sorted(new)).encode("utf-8"), format=ox.RdfFormat.N_TRIPLES)
     store.flush()
