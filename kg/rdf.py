@@ -169,6 +169,11 @@ def _paper_triples(paper: Paper) -> Iterator[tuple[str, str, str]]:
         yield s, f"<{DCTERMS_NS}creator>", _lit(author)
     for keyword in paper.keywords:
         yield s, f"<{DCTERMS_NS}subject>", _lit(keyword)
+    yield from _metadata_triples(s, paper)
+
+
+def _metadata_triples(s: str, paper: Paper) -> Iterator[tuple[str, str, str]]:
+    """Where and when the paper appeared, its categories and its other ids."""
     for category in paper.categories:  # a subject too, but one a catalogue assigned
         yield s, f"<{DCTERMS_NS}subject>", _lit(category)
         yield s, _kg("category"), _lit(category)
