@@ -24,6 +24,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import quote
@@ -168,12 +169,52 @@ def _paper_triples(paper: Paper) -> Iterator[tuple[str, str, str]]:
         yield s, f"<{DCTERMS_NS}creator>", _lit(author)
     for keyword in paper.keywords:
         yield s, f"<{DCTERMS_NS}subject>", _lit(keyword)
+    yield from _metadata_triples(s, paper)
+
+
+def _metadata_triples(s: str, paper: Paper) -> Iterator[tuple[str, str, str]]:
+    """Where and when the paper appeared, its categories and its other ids."""
+    for category in paper.categories:  # a subject too, but one a catalogue assigned
+        yield s, f"<{DCTERMS_NS}subject>", _lit(category)
+        yield s, _kg("category"), _lit(category)
     if paper.venue:
         yield s, _kg("venue"), _lit(paper.venue)
-    if paper.year is not None:
-        yield s, f"<{DCTERMS_NS}issued>", _lit(str(paper.year), f"{XSD_NS}gYear")
+        yield s, f"<{SCHEMA_NS}isPartOf>", _lit(paper.venue)
+    issued = _issued(paper)
+    if issued is not None:
+        yield s, f"<{DCTERMS_NS}issued>", issued
     if paper.url:
         yield s, f"<{SCHEMA_NS}url>", _lit(paper.url, f"{XSD_NS}anyURI")
+    for link in paper.links:
+        if _LINK.fullmatch(link):  # (a malformed link is left out, never written as an IRI)
+            yield s, f"<{SCHEMA_NS}sameAs>", f"<{link}>"
+
+
+_LINK = re.compile(r'https?://[^\x00-\x20<>"{}|^`\\]+')
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})(?:-([0-9]{2}))?")
+
+
+def _issued(paper: Paper) -> str | None:
+    """``dcterms:issued``, as precise as the paper says: an ``xsd:date`` for a full date, an
+    ``xsd:gYearMonth`` for a month, else the year's ``xsd:gYear`` (None without either).
+
+    >>> _issued(Paper("p", "a", year=2024, date="2024-05-01")).split("#")[-1]
+    'date>'
+    >>> _issued(Paper("p", "a", date="2024-05"))[:9], _issued(Paper("p", "a", year=2024))[:6]
+    ('"2024-05"', '"2024"')
+    """
+    match = _DATE.fullmatch(paper.date or "")
+    if match and 1 <= int(match[2]) <= 12:
+        if match[3] is None:
+            return _lit(paper.date, f"{XSD_NS}gYearMonth")
+        try:
+            date.fromisoformat(paper.date)
+            return _lit(paper.date, f"{XSD_NS}date")
+        except ValueError:  # "2024-02-30": keep what is sure, the month
+            return _lit(paper.date[:7], f"{XSD_NS}gYearMonth")
+    if paper.year is not None:
+        return _lit(str(paper.year), f"{XSD_NS}gYear")
+    return None
 
 
 def _entity_triples(entity: Entity) -> Iterator[tuple[str, str, str]]:
@@ -265,8 +306,10 @@ def _sentence_triples(paper: Paper, text: str, evidence: Span
 Triple = tuple[str, str, str]  # N-Triples terms: "<iri>" or a literal
 
 
-def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> list[Triple]:
-    """Every triple of the corpus graph as N-Triples terms, de-duplicated and sorted.
+def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None,
+                   extra: Iterable[Triple] = ()) -> list[Triple]:
+    """Every triple of the corpus graph as N-Triples terms, de-duplicated and sorted, with
+    ``extra`` ones (a project adds its derived facts, ``kg.derived.derived_triples``).
 
     Sorting the (s, p, o) tuples gives the same order as sorting the N-Triples lines: IRIs end
     in ">" and cannot contain it, so no subject or predicate is a prefix of another.
@@ -289,6 +332,7 @@ def corpus_triples(corpus: Corpus, vocabulary: Vocabulary | None = None) -> list
 
     add(partial_triples(corpus, corpus.results, corpus.entities.values(),
                         concepts_described(corpus, vocabulary), vocabulary))
+    add(extra)
     return [(s, p, o) for s in sorted(graph) for p, o in sorted(graph[s])]
 
 

@@ -13,6 +13,7 @@ from conftest import ROOT, paper_with
 from rdflib.compare import isomorphic
 
 from kg import rdf
+from kg.derived import derived_facts, derived_triples
 from kg.errors import InputError
 from kg.io import read_jsonl, write_jsonl
 from kg.model import Corpus, Entity, Paper, PaperResult, Relation, Span
@@ -314,7 +315,9 @@ def test_a_corpus_read_back_from_jsonl_gives_the_same_graph(seed_corpus, exports
     path = tmp_path / "extraction.jsonl"
     with path.open("w", encoding="utf-8") as fh:
         write_jsonl(seed_corpus, fh)
-    again = rdf.corpus_ntriples(read_jsonl(path))
+    corpus = read_jsonl(path)
+    derived = derived_triples(derived_facts(corpus, k=0))  # a project writes them too
+    again = rdf.triples_to_ntriples(rdf.corpus_triples(corpus, extra=derived))
     assert again == (exports / "graph.nt").read_text(encoding="utf-8")
 
 
@@ -337,4 +340,32 @@ def test_paper_metadata_is_written_with_dcterms_and_the_graph_conforms(tmp_path)
     issued = graph.value(p1, dc.issued)
     assert str(issued) == "2025" and issued.datatype == rdflib.XSD.gYear
     assert str(graph.value(p1, rdflib.URIRef("https://schema.org/url"))) == "https://example.org/p1"
+    assert validate_graph(tmp_path / "graph.ttl") == []
+
+
+def test_date_categories_venue_and_links_use_the_usual_vocabularies(tmp_path):
+    schema = "https://schema.org/"
+    base = dict(abstract="We propose KV caching for diffusion.", title="Fast caching",
+                venue="ICLR 2024", year=2024)
+    papers = [Paper("day", date="2024-05-01", categories=("cs.LG", "cs.AI"),
+                    links=("https://arxiv.org/abs/2401.00001", "https://doi.org/10.1/x",
+                           "not a link"), **base),
+              Paper("month", date="2024-05", **base),
+              Paper("year", **base),
+              Paper("bad-day", date="2024-02-30", **base)]
+    corpus = Corpus(tuple(PaperResult(p, (), ()) for p in papers))
+    rdf.write_rdf(corpus, tmp_path)
+    graph = rdflib.Graph().parse(tmp_path / "graph.ttl")
+    node = {p.id: rdflib.URIRef(paper_iri(p.id)) for p in papers}
+    dc, xsd = rdflib.DCTERMS, rdflib.XSD
+    issued = {pid: list(graph.objects(n, dc.issued)) for pid, n in node.items()}
+    assert {pid: [(str(v), v.datatype) for v in vs] for pid, vs in issued.items()} == {
+        "day": [("2024-05-01", xsd.date)], "month": [("2024-05", xsd.gYearMonth)],
+        "year": [("2024", xsd.gYear)], "bad-day": [("2024-02", xsd.gYearMonth)]}
+    day = node["day"]
+    assert {str(o) for o in graph.objects(day, KG.category)} == {"cs.LG", "cs.AI"}
+    assert {"cs.LG", "cs.AI"} <= {str(o) for o in graph.objects(day, dc.subject)}
+    assert str(graph.value(day, rdflib.URIRef(schema + "isPartOf"))) == "ICLR 2024"
+    assert set(graph.objects(day, rdflib.URIRef(schema + "sameAs"))) == {
+        rdflib.URIRef("https://arxiv.org/abs/2401.00001"), rdflib.URIRef("https://doi.org/10.1/x")}
     assert validate_graph(tmp_path / "graph.ttl") == []

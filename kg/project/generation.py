@@ -41,7 +41,7 @@ from kg.model import Corpus, Entity, Paper, PaperResult
 from kg.project import JSONL, LINE_INDEX, Manifest, line_spans
 from kg.project.beside import wait
 from kg.project.cache import Resolved, chunked
-from kg.project.store import NewStore, store_delta
+from kg.project.store import NewStore, derived_rdf, store_delta, update_derived
 
 # Lines of graph.nt sorted in memory at a time when it is streamed (about 60 MB of them).
 NT_RUN_LINES = 250_000
@@ -441,7 +441,8 @@ class _Writer:
             index.close()
             raise
 
-    def rdf_files(self, nt: rdf.SortedNTriples | None) -> tuple[list | None, int | None]:
+    def rdf_files(self, nt: rdf.SortedNTriples | None, derived: list
+                  ) -> tuple[list | None, int | None]:
         """The triples the RDF files written whole need (or None), and the number of lines
         of a streamed graph.nt (or None)."""
         if nt is not None:
@@ -449,7 +450,7 @@ class _Writer:
             return None, nt.write(self.job.gen / "graph.nt")
         if set(self.job.chosen) & RDF_FILES:
             self.job.step("RDF triples")
-            return rdf.corpus_triples(self.corpus, self.vocab), None
+            return rdf.corpus_triples(self.corpus, self.vocab, derived), None
         return None, None
 
     def finish(self, counts: list, n_triples: int, triples: list | None, nt: bool
@@ -492,18 +493,22 @@ def write_generation(job: Job, resolved: Resolved, worker: Executor | None = Non
     nt = rdf.SortedNTriples(job.gen / "nt.runs", NT_RUN_LINES) if writer.stream_nt else None
     try:
         writer.flow(index, [sink for sink in (store, nt) if sink is not None])
+        writer.keep_reused(index)
+        counts = writer.write_index(index, delta is not None)
+        job.step("derived facts")  # (whole-corpus: they need the index just written)
+        derived = derived_rdf(job.gen / "index.sqlite")
+        for sink in (store, nt):
+            if sink is not None:
+                sink.add(derived)
     except BaseException:
         if store is not None:
             store.close(sync=False)
         raise
     n_triples = store.close() if store is not None else None
-    writer.keep_reused(index)
-    triples, written_nt = writer.rdf_files(nt)
-    if store is not None:
-        job.step("query store")
-    counts = writer.write_index(index, delta is not None)
+    triples, written_nt = writer.rdf_files(nt, derived)
     if delta is not None:
-        n_triples = job.current.counts["triples"] - wait(trim[0]) + wait(delta)
+        n_triples = (job.current.counts["triples"] - wait(trim[0]) + wait(delta)
+                     + update_derived(job.gen / "store", derived))
     if nt is not None and written_nt != n_triples:  # both hold the graph: a bug if they differ
         raise KgError(f"graph.nt has {written_nt} triples but the store {n_triples}; please "
                       "report this (with the inputs if you can); a build into a new directory "

@@ -4,7 +4,9 @@ else the previous generation's store checkpointed and brought up to date by a de
 The delta leaves the store holding exactly what a full load of the new corpus would
 (``tests/test_project.py`` compares them): the triples of papers gone or changed are deleted,
 those of the papers changed or new loaded, and entities, concepts and entity → entity links
-are replaced where their digests changed.
+are replaced where their digests changed. The derived facts (``kg.derived``: counts, ranks,
+co-occurrences, relatedness weights) depend on the whole corpus: every build computes them from
+its new index (``derived_rdf``) and ``update_derived`` writes only the triples that changed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from typing import Any
 import pyoxigraph as ox
 
 from kg import rdf
+from kg.analysis.stored import read_index
+from kg.derived import DERIVED_NS, DERIVED_PREDICATES, derived_facts, derived_triples
+from kg.errors import KgError
 from kg.fs import fsync_tree
 from kg.model import Corpus
 from kg.project import Manifest
@@ -176,3 +181,40 @@ def store_delta(path: Path, early: frozenset[str], entities: dict,
     del store
     fsync_tree(path)  # here, often beside other work, rather than at the commit
     return size
+
+
+def derived_rdf(index_path: Path) -> list[tuple[str, str, str]]:
+    """The derived facts of the generation whose query index is at ``index_path``, as sorted
+    N-Triples terms (computed from the index, as the CLI's answers are)."""
+    def no_corpus():  # the facts are counted with the index's own settings
+        raise KgError("derived facts need no corpus; please report this")
+
+    return sorted(set(derived_triples(derived_facts(read_index(index_path, no_corpus), k=0))))
+
+
+_DERIVED_NOW = f"""CONSTRUCT {{ ?s ?p ?o }} WHERE {{
+  {{ VALUES ?p {{ {" ".join(f"<{p}>" for p in DERIVED_PREDICATES)} }} ?s ?p ?o }}
+  UNION {{ VALUES ?c {{ <{rdf.ONTOLOGY_NS}Cooccurrence> <{rdf.ONTOLOGY_NS}Relatedness> }}
+           ?s a ?c ; ?p ?o . FILTER(STRSTARTS(STR(?s), "{DERIVED_NS}")) }} }}"""
+
+
+def update_derived(path: Path, triples: list[tuple[str, str, str]]) -> int:
+    """Make the derived facts of the store at ``path`` exactly ``triples`` (``derived_rdf``):
+    the ones no longer true are removed and the new ones added, so a fact that did not
+    change costs nothing. Returns how many triples it added less how many it removed."""
+    store = ox.Store(str(path))
+    held = set(store.query(_DERIVED_NOW).serialize(format=ox.RdfFormat.N_TRIPLES)
+               .decode("utf-8").splitlines(keepends=True))
+    wanted = {f"{s} {p} {o} .\n" for s, p, o in triples}
+    gone, new = held - wanted, wanted - held
+    # One update per 5,000 lines, not a transaction per quad (store.remove): most facts
+    # change on every build (IDF weights, ranks, positions), 20,000 lines at 4,870 papers.
+    gone_lines = sorted(gone)
+    for start in range(0, len(gone_lines), 5000):
+        store.update("DELETE DATA { " + "".join(gone_lines[start:start + 5000]) + " }")
+    if new:
+        store.load(input="".join(sorted(new)).encode("utf-8"), format=ox.RdfFormat.N_TRIPLES)
+    store.flush()
+    del store
+    fsync_tree(path)
+    return len(new) - len(gone)
