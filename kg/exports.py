@@ -287,7 +287,7 @@ def write_exports(
     and passes the corpus ``counts`` (papers, entities, relations, skipped), and no
     ``corpus`` when no other file is asked for; ``digests`` are the sha256 of those it hashed.
     """
-    from kg import __version__, rdf  # (kg.rdf: on use, as above)
+    from kg import __version__, derived, rdf  # (kg.rdf: on use, as above)
 
     out_dir = check_writable(out_dir)
     step = on_step or (lambda name: None)
@@ -303,8 +303,9 @@ def write_exports(
     (out_dir / RECORD).unlink(missing_ok=True)
 
     if triples is None and (n_triples is None or (wanted - set(ready)) & RDF_FILES):
-        step("RDF triples")
-        triples = rdf.corpus_triples(corpus)
+        step("RDF triples")  # with the derived facts the saved queries read, as in a project
+        triples = rdf.corpus_triples(
+            corpus, extra=derived.derived_triples(derived.derived_facts(corpus, k=0)))
     sources = Sources(corpus, triples)
     notices: list[str] = []
     for fmt in buildable:
