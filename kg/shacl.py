@@ -3,11 +3,13 @@
 pyshacl on rdflib took 83 s and 900 MB for the 443k-triple ICLR 2024 graph. Here each
 constraint of the shapes becomes one SPARQL query over all its focus nodes at once, run by
 pyoxigraph. The SHACL Core subset compiled is what ``ontology/shapes.ttl`` uses: targets
-``sh:targetClass`` (with subclasses) and ``sh:targetNode``; ``sh:nodeKind``, ``sh:class`` and
-``sh:sparql`` on node shapes; property shapes with a predicate ``sh:path`` and ``sh:minCount``,
-``sh:maxCount``, ``sh:datatype``, ``sh:minLength``, ``sh:class``, ``sh:or`` of ``sh:class``
-shapes, ``sh:in``, ``sh:nodeKind``, ``sh:minInclusive``, ``sh:maxInclusive``, ``sh:lessThan``
-and ``sh:qualifiedValueShape [ sh:in (…) ]`` with qualified counts. ``compile_shapes`` returns
+``sh:targetClass`` (with subclasses), ``sh:targetNode`` and ``sh:targetSubjectsOf``;
+``sh:nodeKind``, ``sh:class`` and ``sh:sparql`` on node shapes; property shapes with a
+predicate ``sh:path`` and ``sh:minCount``, ``sh:maxCount``, ``sh:datatype``, ``sh:minLength``,
+``sh:class``, ``sh:or`` of ``sh:class`` or of ``sh:datatype`` shapes, ``sh:in``,
+``sh:nodeKind``, ``sh:minInclusive``, ``sh:maxInclusive``, ``sh:minExclusive``,
+``sh:maxExclusive``, ``sh:lessThan`` and ``sh:qualifiedValueShape [ sh:in (…) ]`` with
+qualified counts. ``compile_shapes`` returns
 None for shapes using anything else, and the caller falls back to pyshacl.
 
 Results are those pyshacl reports (focus node, path, value, severity; ``sh:message`` when the
@@ -35,11 +37,12 @@ RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 SUBCLASS = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
 
 _PROPERTY_KEYS = {"path", "minCount", "maxCount", "datatype", "minLength", "class", "or", "in",
-                  "nodeKind", "minInclusive", "maxInclusive", "lessThan", "qualifiedValueShape",
+                  "nodeKind", "minInclusive", "maxInclusive", "minExclusive", "maxExclusive",
+                  "lessThan", "qualifiedValueShape",
                   "qualifiedMinCount", "qualifiedMaxCount", "message", "severity", "name",
                   "description"}
-_NODE_KEYS = {"targetClass", "targetNode", "nodeKind", "class", "property", "sparql", "message",
-              "severity", "declare"}
+_NODE_KEYS = {"targetClass", "targetNode", "targetSubjectsOf", "nodeKind", "class", "property",
+              "sparql", "message", "severity", "declare"}
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,9 @@ def _target(sg, sh, shape) -> str | None:
                for cls in sg.objects(shape, sh.targetClass)]
     targets.extend(f"VALUES ?this {{ {_sparql_term(node)} }}"
                    for node in sg.objects(shape, sh.targetNode))
+    # (each subject once: counting constraints group by ?this)
+    targets.extend(f"{{ SELECT DISTINCT ?this WHERE {{ ?this {_iri(p)} [] }} }}"
+                   for p in sg.objects(shape, sh.targetSubjectsOf))
     if not targets:
         return None
     return " UNION ".join(f"{{ {t} }}" for t in targets) if len(targets) > 1 else targets[0]
@@ -273,17 +279,23 @@ def _value_conditions(sg, sh, prop, items) -> list[tuple[str, str]] | None:
         out.append(single)
     alternatives = items(sg.value(prop, sh["or"]))
     if alternatives:
-        if any(set(sg.predicates(alt)) != {sh["class"]} for alt in alternatives):
+        kinds = {frozenset(sg.predicates(alt)) for alt in alternatives}
+        if kinds == {frozenset({sh["class"]})}:
+            conditions = [f"EXISTS {{ ?v <{RDF_TYPE}>/<{SUBCLASS}>* "
+                          f"{_iri(sg.value(alt, sh['class']))} }}" for alt in alternatives]
+        elif kinds == {frozenset({sh.datatype})}:
+            conditions = [f"(isLiteral(?v) && sameTerm(DATATYPE(?v), "
+                          f"{_iri(sg.value(alt, sh.datatype))}))" for alt in alternatives]
+        else:
             return None
-        conditions = [f"EXISTS {{ ?v <{RDF_TYPE}>/<{SUBCLASS}>* "
-                      f"{_iri(sg.value(alt, sh['class']))} }}" for alt in alternatives]
         out.append((f"!({' || '.join(conditions)})",
                     "Node {value} does not conform to one or more shapes in "))
     allowed = items(sg.value(prop, sh["in"]))
     if allowed:
         out.append(("!(" + " || ".join(f"sameTerm(?v, {_sparql_term(a)})" for a in allowed)
                     + ")", "Value {value} not in list"))
-    for name, op in (("minInclusive", ">="), ("maxInclusive", "<=")):
+    for name, op in (("minInclusive", ">="), ("maxInclusive", "<="), ("minExclusive", ">"),
+                     ("maxExclusive", "<")):
         bound = sg.value(prop, sh[name])
         if bound is not None:
             out.append((f"!(?v {op} {_sparql_term(bound)})", f"Value is not {op} {bound}"))

@@ -102,9 +102,9 @@ def test_counts_per_year_equal_counting_extraction_jsonl_by_hand(corl):
         assert series.undated == expected["none"] == 0
     counts = {s.name: s.counts for s in found.series}
     assert counts["caching"] == (0, 1)  # one paper in all: as rare as it gets
-    # Narrower concepts count: more papers than name "robot learning" itself.
-    direct = dict((e.name, n) for e, n in technique_counts(project.open_project(corl).index()))
-    assert sum(counts["robot learning"]) > direct["robot learning"]
+    # Narrower concepts count, as in kg techniques: one number for one question.
+    listed = dict((e.name, n) for e, n in technique_counts(project.open_project(corl).index()))
+    assert sum(counts["robot learning"]) == listed["robot learning"]
 
 
 def test_mentions_counted_with_include_mentions_equal_the_hand_count_too(corl, corl_corpus):
@@ -216,7 +216,7 @@ def test_an_unknown_technique_exits_like_kg_shared_with_close_matches(corl):
 def test_table_csv_and_json_say_the_same(corl):
     table = kg("trends", "planning", "caching", "--graph", corl)
     assert table.exit_code == 0, table.output
-    assert "2024           265       31  11.7%" in table.output
+    assert "2024           265       30  11.3%" in table.output
     assert "no year          0" in table.output
     rows = list(csv.DictReader(io.StringIO(kg("trends", "planning", "caching", "--graph",
                                               corl, "--format", "csv").output)))
@@ -277,8 +277,9 @@ def test_a_project_index_written_before_facets_were_kept_reads_the_papers(corl, 
         assert db.execute("DELETE FROM meta WHERE k IN ('table:facets', 'table:facet_of')"
                           ).rowcount == 2
     db.close()
-    assert not project.open_project(old).index().facet_of
-    assert (trends(project.open_project(old).index(), TECHNIQUES, by="venue")
+    # (an index kg did not write is refused by the project check: read it unchecked)
+    assert not project.open_project(old, check=False).index().facet_of
+    assert (trends(project.open_project(old, check=False).index(), TECHNIQUES, by="venue")
             == trends(project.open_project(corl).index(), TECHNIQUES, by="venue"))
 
 

@@ -123,10 +123,14 @@
     var text = fitWidth(n.label, font, LABEL_MAX_W[tier]);
     measure.font = font;
     return {id: n.id, tier: tier, value: n.value, side: n.side || "", text: text, px: px,
+            paper: isPaper(n.id) ? 0 : 1,
             font: font, w: Math.ceil(measure.measureText(text).width) + 2,
             h: Math.ceil(px * 1.3)};
   });
-  labels.sort(function (a, b) { return a.tier - b.tier || b.value - a.value || a.id - b.id; });
+  // Within a tier, papers first: a narrower concept's label gives way to a paper's on the ring.
+  labels.sort(function (a, b) {
+    return a.tier - b.tier || a.paper - b.paper || b.value - a.value || a.id - b.id;
+  });
   var labelOf = {};
   labels.forEach(function (l) { labelOf[l.id] = l; });
 
