@@ -71,7 +71,8 @@ def cli() -> None:
       kg serve exports/                   # SPARQL endpoint on 127.0.0.1:7878
 
     Inputs are plain text (one abstract per blank-line paragraph), JSON Lines, JSON arrays,
-    CSV or TSV with a header row, or - for stdin.
+    CSV or TSV with a header row, the arXiv, OpenAlex, Semantic Scholar and OpenReview dumps,
+    BibTeX, CSL-JSON or RIS (gzip, bzip2, zstd read as they are), or - for stdin.
     """
 
 
