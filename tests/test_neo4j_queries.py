@@ -246,7 +246,7 @@ def test_kg_cypher_is_read_only_unless_asked(demo_graph, neo4j_conn, tmp_path):
         {"n": 0}]
 
 
-CORL = ROOT.parent / "shared" / "corpora" / "openreview-2024" / "CoRL_2024_Conference.tsv"
+CORL = "openreview-2024/CoRL_2024_Conference.tsv"  # under the corpora_dir fixture
 
 
 def _cli_json(*args: str) -> dict:
@@ -275,14 +275,13 @@ def _numbers(query, directory) -> dict:
     }
 
 
-@pytest.mark.skipif(not CORL.is_file(), reason=f"no {CORL}")
 def test_saved_cypher_gives_the_cli_numbers_on_a_real_conference_after_a_delta(
-        demo_graph, neo4j_conn, neo4j_driver, tmp_path):
+        demo_graph, neo4j_conn, neo4j_driver, tmp_path, corpora_dir):
     """Technique users, co-occurrence, related papers (issue 25): Cypher reads the derived
     facts a load writes, equal to `kg techniques` / `kg related`, and a delta keeps them so —
     in the project's own part, beside the demo project's."""
     out = tmp_path / "corl"
-    assert run_kg("build", str(CORL), "-o", str(out)).returncode == 0
+    assert run_kg("build", str(corpora_dir / CORL), "-o", str(out)).returncode == 0
     load_project(kg_project.open_project(out), neo4j_conn)
     session = neo4j_driver.session(database=neo4j_conn.database)
 
