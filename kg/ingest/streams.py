@@ -73,14 +73,11 @@ def _decompressed(raw: BinaryIO) -> BinaryIO:
     return raw
 
 
-class _Zstd(io.RawIOBase):
-    """zstd frames, one after another; a stream that ends mid-frame raises EOFError (the
-    library's stream_reader ends quietly there, which would pass a truncated file as whole)."""
+class _Refilled(io.RawIOBase):
+    """A raw stream over ``raw`` whose bytes come from ``refill`` a chunk at a time."""
 
     def __init__(self, raw: BinaryIO) -> None:
         self.raw, self.pending, self.at = raw, b"", 0
-        self.frame = zstandard.ZstdDecompressor().decompressobj()
-        self.started = False  # bytes of the current frame have been seen
 
     def readable(self) -> bool:
         return True
@@ -89,24 +86,45 @@ class _Zstd(io.RawIOBase):
         self.raw.close()
         super().close()
 
+    def refill(self) -> bytes | None:
+        """The next bytes (possibly empty: call again), or None at the end."""
+        raise NotImplementedError
+
     def readinto(self, buffer) -> int:  # type: ignore[override]
         while self.at >= len(self.pending):
-            self.pending, self.at = b"", 0
-            chunk = self.raw.read(2**16)
-            if not chunk:
-                if self.started and not self.frame.eof:
-                    raise EOFError("zstd data ended before the end of its frame")
+            more = self.refill()
+            if more is None:
                 return 0
-            while chunk:
-                if self.frame.eof:  # the next frame of a multi-frame file
-                    self.frame = zstandard.ZstdDecompressor().decompressobj()
-                self.started = True
-                self.pending += self.frame.decompress(chunk)
-                chunk = self.frame.unused_data if self.frame.eof else b""
+            self.pending, self.at = more, 0
         size = min(len(buffer), len(self.pending) - self.at)
         buffer[:size] = self.pending[self.at:self.at + size]  # no copy of the rest each time
         self.at += size
         return size
+
+
+class _Zstd(_Refilled):
+    """zstd frames, one after another; a stream that ends mid-frame raises EOFError (the
+    library's stream_reader ends quietly there, which would pass a truncated file as whole)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__(raw)
+        self.frame = zstandard.ZstdDecompressor().decompressobj()
+        self.started = False  # bytes of the current frame have been seen
+
+    def refill(self) -> bytes | None:
+        chunk = self.raw.read(2**16)
+        if not chunk:
+            if self.started and not self.frame.eof:
+                raise EOFError("zstd data ended before the end of its frame")
+            return None
+        out = b""
+        while chunk:
+            if self.frame.eof:  # the next frame of a multi-frame file
+                self.frame = zstandard.ZstdDecompressor().decompressobj()
+            self.started = True
+            out += self.frame.decompress(chunk)
+            chunk = self.frame.unused_data if self.frame.eof else b""
+        return out
 
 
 def as_utf8(stream: BinaryIO, encoding: str) -> BinaryIO:
@@ -123,30 +141,16 @@ def as_utf8(stream: BinaryIO, encoding: str) -> BinaryIO:
     return io.BufferedReader(_Transcoded(stream, encoding), BUFFER)  # type: ignore[arg-type]
 
 
-class _Transcoded(io.RawIOBase):
+class _Transcoded(_Refilled):
     def __init__(self, raw: BinaryIO, encoding: str) -> None:
+        super().__init__(raw)
         # errors="replace": a bad code unit becomes U+FFFD in its record, not a lost file.
-        self.raw, self.decoder = raw, codecs.getincrementaldecoder(encoding)("replace")
-        self.pending, self.at = b"", 0
+        self.decoder = codecs.getincrementaldecoder(encoding)("replace")
 
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.raw.close()
-        super().close()
-
-    def readinto(self, buffer) -> int:  # type: ignore[override]
-        while self.at >= len(self.pending):
-            chunk = self.raw.read(2**16)
-            self.pending = self.decoder.decode(chunk, final=not chunk).encode("utf-8")
-            self.at = 0
-            if not chunk and not self.pending:
-                return 0
-        size = min(len(buffer), len(self.pending) - self.at)
-        buffer[:size] = self.pending[self.at:self.at + size]
-        self.at += size
-        return size
+    def refill(self) -> bytes | None:
+        chunk = self.raw.read(2**16)
+        out = self.decoder.decode(chunk, final=not chunk).encode("utf-8")
+        return out if chunk or out else None
 
 
 def peek(stream: BinaryIO, size: int = 65536) -> bytes:
