@@ -144,6 +144,30 @@ def pipeline_model(pipeline: str) -> str | None:
     return parts[2].rsplit("-", 1)[0] if len(parts) == 3 else None
 
 
+def chosen_model(current: Manifest | None, asked: str | None) -> str | None:
+    """The span model a build, add or remove extracts with (None: kg's rules only): the one
+    ``asked`` ("none": the rules only), else the one the project's papers were extracted
+    with, so that `kg add DIR` after `kg build -o DIR --model kg-span` keeps the model
+    instead of extracting every paper again without it (a new project: the rules only).
+
+    >>> chosen_model(None, None), chosen_model(None, "kg-span"), chosen_model(None, "none")
+    (None, 'kg-span', None)
+    """
+    if asked is None:
+        return current.model if current is not None else None
+    return None if asked == "none" else asked
+
+
+def built_with(directory: str | Path) -> str | None:
+    """The span model the project at ``directory`` extracted its papers with ("none": kg's
+    rules only); None when ``directory`` holds no project, or none that can be opened (its
+    next build says why or repairs it). Reads only the manifest's head."""
+    with contextlib.suppress(ProjectError, OSError, ValueError, KeyError, TypeError):
+        if is_project(directory):
+            return open_project(directory, check=False).model or "none"
+    return None
+
+
 def paper_key(paper: Paper, pipeline: str) -> str:
     """A content key: what extraction reads of ``paper`` (not where it came from)."""
     data = json.dumps([pipeline, paper.metadata()], sort_keys=True, ensure_ascii=False)
