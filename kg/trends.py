@@ -20,14 +20,15 @@ import html
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 
 from kg.analysis import AnalysisIndex, analysis_index, shared_targets, stored_result
 from kg.analysis.index import Facets, facet_tables
-from kg.analysis.stored import Blob, trend_counts
+from kg.analysis.stored import Blob, facet_papers, stored_trend, trend_counts
 from kg.errors import KgError
 from kg.fs import replacing
 from kg.model import Corpus
@@ -192,12 +193,15 @@ class _Frame:
     periods: tuple[str, ...]
     papers: tuple[int, ...]
     undated: int
-    facet_of: Mapping[str, int]  # paper id → number of its facets
+    facet_of: Mapping[str, int]  # paper id → number of its facets (a stored index's: lazy)
     spots: Mapping[int, tuple[int, ...]]  # facets number → period indexes (none: ())
 
     def count(self, pids: Iterable[str]) -> tuple[tuple[int, ...], int]:
         """Papers per period among ``pids``, and how many have no period."""
-        return self.spread(Counter(map(self.facet_of.__getitem__, pids)))
+        facet_of = self.facet_of
+        if isinstance(facet_of, Blob):  # read whole, then looked up once per paper counted
+            facet_of = facet_of.whole()
+        return self.spread(Counter(map(facet_of.__getitem__, pids)))
 
     def spread(self, numbers: Mapping[int, int]) -> tuple[tuple[int, ...], int]:
         """Papers per period from papers per facets number (each number's count goes to
@@ -214,26 +218,30 @@ class _Frame:
 
 
 def _frame(index: AnalysisIndex, by: str) -> _Frame:
-    """Every paper's periods. A project's index keeps each paper's facets number apart (read
-    whole in milliseconds); an index without them reads the papers."""
+    """Every period and its papers. A project's index keeps each distinct facets (a few
+    dozen to some thousands) and the papers of each (``facet_papers``): a frame reads no
+    paper. An index without them reads each paper's facets number (or the papers)."""
     if by not in BY:
         raise KgError(f"--by {by!r}: use one of {', '.join(BY)}")
     values, facet_of = index.facets, index.facet_of
-    if isinstance(facet_of, Blob):  # a stored index's: looked up once per paper counted
-        facet_of = facet_of.whole()
-    if not facet_of or not values:  # (an index written before they were kept)
+    if not values:  # (an index written before they were kept; facet_of unread: it is big)
         values, facet_of = facet_tables({pid: r.paper for pid, r in index.papers.items()})
     found = {number: periods_of(value, by) for number, value in values.items()}
     periods = ordered_periods(chain.from_iterable(found.values()), by)
     at = {p: i for i, p in enumerate(periods)}
     spots = {number: tuple(at[p] for p in names) for number, names in found.items()}
     frame = _Frame(tuple(periods), (), 0, facet_of, spots)
-    papers, undated = frame.count(facet_of)
+    numbers = stored_result(index, "facet_papers")
+    papers, undated = frame.spread(numbers if numbers is not None else facet_papers(facet_of))
     return _Frame(frame.periods, papers, undated, facet_of, spots)
 
 
-def _series(index: AnalysisIndex, frame: _Frame, name: str, targets: Iterable[str]) -> Series:
-    postings = [index.entity_papers.get(eid, ()) for eid in targets]
+def _series(index: AnalysisIndex, frame: _Frame, name: str) -> Series:
+    """``name``'s series: from the counts a build stored for it, else from its postings."""
+    numbers = stored_trend(index, name)
+    if numbers is not None:
+        return Series(name, *frame.spread(numbers))
+    postings = [index.entity_papers.get(eid, ()) for eid in shared_targets(index, name)[2]]
     pids = postings[0] if len(postings) == 1 else set().union(*postings)
     return Series(name, *frame.count(pids))
 
@@ -251,8 +259,7 @@ def trends(corpus: Corpus | AnalysisIndex, techniques: Sequence[str], *, by: str
     """
     index = analysis_index(corpus, include_mentions, min_confidence)
     frame = _frame(index, by)
-    series = tuple(_series(index, frame, name, shared_targets(index, name)[2])
-                   for name in techniques)
+    series = tuple(_series(index, frame, name) for name in techniques)
     return Trends(by, frame.periods, frame.papers, frame.undated, series, include_mentions)
 
 
@@ -280,16 +287,33 @@ def rising(corpus: Corpus | AnalysisIndex, *, by: str = "year", top: int = 20,
     counted = stored_result(index, "trend_counts")
     if counted is None:
         counted = trend_counts(index, frame.facet_of)
-    found = []
-    for name, numbers in counted:
-        series = Series(name, *frame.spread(numbers))
-        if series.counts[first] + series.counts[last] >= min_uses:
-            found.append(series)
-    result = Trends(by, frame.periods, frame.papers, frame.undated, (), include_mentions,
-                    (first, last))
-    found.sort(key=lambda s: (-result.change(s), s.name.casefold(), s.name))
-    return Trends(by, frame.periods, frame.papers, frame.undated, tuple(found[:top]),
+    ranked = sorted(_compared(frame, counted, first, last, min_uses), key=itemgetter(0))
+    return Trends(by, frame.periods, frame.papers, frame.undated,
+                  tuple(Series(name, *frame.spread(numbers))
+                        for (_, _, name), numbers in ranked[:top]),
                   include_mentions, (first, last))
+
+
+def _compared(frame: _Frame, counted: Iterable[tuple[str, Mapping[int, int]]], first: int,
+              last: int, min_uses: int) -> Iterator[tuple[tuple, Mapping[int, int]]]:
+    """Each technique used by ``min_uses`` papers in periods ``first`` and ``last``, with
+    its sort key (the change of its share, as ``Trends.change``, largest first; then its
+    name): only the two periods are counted here, every period only for those listed."""
+    ones = [{number for number, spots in frame.spots.items() if i in spots}
+            for i in (first, last)]
+    n1, n2 = frame.papers[first], frame.papers[last]
+    for name, numbers in counted:
+        c1, c2 = (_within(numbers, one) for one in ones)
+        if c1 + c2 >= min_uses:
+            yield (-((c2 / n2 or 0.0) - (c1 / n1 or 0.0)), name.casefold(), name), numbers
+
+
+def _within(numbers: Mapping[int, int], one: set[int]) -> int:
+    """The papers of ``numbers`` whose facets number is in ``one``, walking the smaller of
+    the two (a broad technique on arXiv has thousands of facets numbers, a period a few)."""
+    if len(one) < len(numbers):
+        return sum(numbers.get(number, 0) for number in one)
+    return sum(n for number, n in numbers.items() if number in one)
 
 
 # ------------------------------------------------------------------ drawing

@@ -19,6 +19,7 @@ from conftest import ROOT
 
 from kg import project
 from kg.analysis import shared, technique_counts
+from kg.analysis.stored import stored_trend, technique_targets
 from kg.cli import cli
 from kg.ingest import IngestOptions, read_inputs
 from kg.model import USE_PREDICATES, Corpus
@@ -288,3 +289,45 @@ def test_an_extraction_jsonl_answers_like_its_project(corl):
     from_jsonl = kg(*args, "--graph", corl / "extraction.jsonl")
     assert from_jsonl.exit_code == 0, from_jsonl.output
     assert from_jsonl.output == kg(*args, "--graph", corl).output
+
+
+def test_every_name_a_build_stored_counts_what_its_papers_give(corl, corl_corpus):
+    # `kg trends NAME` on a project reads the counts its build stored for NAME (no paper
+    # read): for every technique and method name, in any case, they are the counts of the
+    # papers found through the corpus's postings, by year and by venue.
+    index = project.open_project(corl).index()
+    names = [name for name, _ in technique_targets(index)]
+    assert len(names) > 100
+    shouted = [name.upper() for name in names[::7]]
+    assert all(stored_trend(index, name) is not None for name in (*names, *shouted))
+    for by in ("year", "venue"):
+        assert (trends(index, [*names, *shouted], by=by)
+                == trends(corl_corpus, [*names, *shouted], by=by))
+
+
+def test_an_index_without_stored_trend_counts_counts_the_postings(corl, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(corl, old)
+    db = sqlite3.connect(project.open_project(old).generation / "index.sqlite")
+    with db:
+        assert db.execute("DELETE FROM results WHERE k LIKE '(''trend_count''%' "
+                          "OR k LIKE '(''facet_papers''%'").rowcount > 100
+    db.close()
+    stale = project.open_project(old, check=False).index()
+    assert stored_trend(stale, "planning") is None
+    now = project.open_project(corl).index()
+    assert trends(stale, TECHNIQUES, by="venue") == trends(now, TECHNIQUES, by="venue")
+    assert rising(stale) == rising(now)
+
+
+def test_an_entity_id_counts_that_entity_alone_not_what_its_name_stored(corl, corl_corpus):
+    index = project.open_project(corl).index()
+    pairs = [(name, eid) for name, targets in technique_targets(index) if len(targets) > 1
+             for eid in index.names.get(name.casefold(), ())]
+    ids = [eid for _, eid in pairs]
+    assert trends(index, ids) == trends(corl_corpus, ids)
+    # (a name counts the entities of its narrower concepts too: here more papers)
+    fewer = [name for (name, _), alone, named in zip(
+        pairs, trends(index, ids).series, trends(index, [n for n, _ in pairs]).series,
+        strict=True) if sum(alone.counts) < sum(named.counts)]
+    assert fewer

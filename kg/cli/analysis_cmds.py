@@ -17,8 +17,6 @@ from kg.analysis import (
 )
 from kg.analysis import related as related_papers
 from kg.analysis import shared as shared_papers
-from kg.cli.common import show_progress
-from kg.pipeline import load_corpus
 from kg.project import is_project, open_project
 from kg.text import shorten
 
@@ -45,6 +43,10 @@ def load_graph(graphs: tuple[str, ...], inputs: tuple[str, ...]):
         sources = ["exports"]
     if len(sources) == 1 and is_project(sources[0]):
         return open_project(sources[0]).index()  # read on demand: milliseconds, not seconds
+    # Only here: reading files imports every reader (40 ms) a query of a project never uses.
+    from kg.cli.common import show_progress
+    from kg.pipeline import load_corpus
+
     return load_corpus(sources, progress=show_progress())
 
 

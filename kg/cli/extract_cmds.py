@@ -17,8 +17,9 @@ from kg.exports import check_writable, replacing
 from kg.io import write_jsonl
 from kg.pipeline import run
 
+MODELS = ("none", "kg-span")
 model_option = click.option(
-    "--model", type=click.Choice(["none", "kg-span"]), default="none", show_default=True,
+    "--model", type=click.Choice(MODELS), default="none", show_default=True,
     help="none: kg's rules only; kg-span: the rules plus the trained span model's candidates "
          "(the vocabulary's type wins where it knows the name).")
 

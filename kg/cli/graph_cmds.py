@@ -11,7 +11,7 @@ import click
 from kg import project
 from kg.analysis import resolve_papers
 from kg.cli.common import input_options, report_skips, show_progress
-from kg.cli.extract_cmds import model_option, trained_model
+from kg.cli.extract_cmds import MODELS, trained_model
 from kg.errors import InputError, KgError, NotFoundError
 from kg.exports import FORMATS, check_writable
 from kg.model import Corpus
@@ -50,7 +50,11 @@ def _project_options(func):
 
 
 def _engine_options(func):
-    func = model_option(func)
+    func = click.option(
+        "--model", type=click.Choice(MODELS), default=None,
+        help="none: kg's rules only; kg-span: the rules plus the trained span model's "
+             "candidates. DIR remembers it: without --model, the model DIR was built with "
+             "(none for a new DIR); another one extracts every paper again.")(func)
     func = click.option("--scheduler", default=None, metavar="ADDRESS",
                         help="With --engine dask: the Dask scheduler to run on, e.g. "
                              "tcp://HOST:8786 (its workers need this kg installed; start them "
@@ -63,15 +67,31 @@ def _engine_options(func):
                              "cluster (pip install 'kg[dask]'). The exports are identical.")(func)
 
 
-def _engine(engine: str, scheduler: str | None, model: str = "none") -> dict:
-    """The engine options for project.build/add, checked before any paper is read."""
+def _engine(engine: str, scheduler: str | None, model: str | None, directory: Path) -> dict:
+    """The engine options for project.build/add, checked before any paper is read: the
+    model asked, else the one ``directory`` was built with (a change is said at once)."""
     if scheduler is not None and engine != "dask":
         raise click.UsageError("--scheduler needs --engine dask")
     if engine == "dask":
         from kg.distributed import check_installed
 
         check_installed()
-    return {"engine": engine, "scheduler": scheduler, "trained_model": trained_model(model)}
+    before = project.built_with(directory)
+    if model is not None and before is not None and model != before:
+        click.echo(f"note: {directory} was built with --model {before}; --model {model} "
+                   f"extracts every paper again ({_model_words(model)})", err=True)
+    model = model or before or "none"
+    trained_model(model)  # (checked: a model not shipped fails before any paper is read)
+    return {"engine": engine, "scheduler": scheduler, "trained_model": model}
+
+
+def _model_line(directory: Path) -> str:
+    model = project.built_with(directory) or "none"
+    return f"model: {model} ({_model_words(model)})"
+
+
+def _model_words(model: str) -> str:
+    return "kg's rules only" if model == "none" else f"kg's rules plus the {model} span model"
 
 
 def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(), workers=1,
@@ -112,11 +132,13 @@ def _summary(outcome, out_dir: Path, top: int, skipped: int) -> None:
     if outcome.noop:
         echo(f"{out_dir}: up to date — {counts['papers']} papers, {counts['entities']} "
              f"entities, {counts['relations']} relations; nothing changed, nothing written")
+        echo(_model_line(out_dir))
         for notice in outcome.notices:
             echo(f"note: {notice}")
         return
     types, predicates = outcome.entity_types, outcome.predicates
     echo(f"papers: {counts['papers']}")
+    echo(_model_line(out_dir))
     echo(f"changes: {len(outcome.added)} added, {len(outcome.changed)} changed, "
          f"{len(outcome.removed)} removed; {outcome.extracted} extracted")
     echo(f"entities: {counts['entities']}"
@@ -166,7 +188,7 @@ def build(inputs, ingest, strict, workers, out_dir, top, html, formats, engine, 
       kg build field.jsonl -o field/ --engine dask --scheduler tcp://HOST:8786
     """
 
-    on = _engine(engine, scheduler, model)
+    on = _engine(engine, scheduler, model, out_dir)
     check_writable(out_dir)  # before the long part, not after it
     notices: list[str] = []
     papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
@@ -193,7 +215,7 @@ def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats, engi
     """
 
     project.open_project(directory)
-    on = _engine(engine, scheduler, model)
+    on = _engine(engine, scheduler, model, directory)
     notices: list[str] = []
     papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
     _run_project(project.add, directory, papers, notices=notices, skipped=skipped,

@@ -55,6 +55,7 @@ from kg.project import (
     Manifest,
     Project,
     check_format,
+    chosen_model,
     damage,
     describe,
     gen_name,
@@ -142,7 +143,7 @@ class _Options:
     workers: int = 1
     on_progress: Callable[[int, int], None] | None = None
     on_step: Callable[[str], None] | None = None
-    trained_model: str | None = None
+    trained_model: str | None = None  # "none": the rules; None: as built (chosen_model)
     inputs: Sequence[str | Path] = ()
     must_exist: bool = False
     engine: str = "local"
@@ -221,6 +222,8 @@ def _update_locked(root: Path, target_of: Callable, run: _Options) -> Outcome:
                                                "id": uuid.uuid4().hex})
         current = read_current(root)
         damaged = _damage(root, current)
+        # (no model asked: the one the project was built with, not the rules alone)
+        run = dataclasses.replace(run, trained_model=chosen_model(current, run.trained_model))
         pipeline = pipeline_version(run.trained_model)
         with open_cache(meta) as (cache, moved):
             target = _target(root, cache, current, target_of, pipeline, run.formats)
