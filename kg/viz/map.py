@@ -322,7 +322,7 @@ def _panel(eid: str, parts: _Parts, sentences: dict[int, dict[str, int]]) -> dic
     # It and its narrower techniques are not "combined with" it (the page's year filter
     # recounts "with" the same way, from the papers' techniques minus these).
     targets = {x.entity.id for use in uses for x in use.uses} | {eid}
-    others = parts.tech_set - targets  # (once, not per paper: 0.3 s of a conference's map)
+    others = parts.tech_set - targets  # (once per node, not once per paper)
     for use in uses:
         i = parts.order[use.paper.id]
         hit = [u for u in use.uses if u.used]
