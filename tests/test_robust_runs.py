@@ -126,9 +126,9 @@ def test_build_names_each_step_after_extraction_on_a_terminal(corpora_dir, tmp_p
     assert code == 0, seen
     steps = ["extracting 300/300 100% in", "resolving entities across 300 papers",
              "making rows, lines and triples of each paper",
-             "making query index", "making derived facts", "making RDF triples",
-             "writing graph.nt", "writing graph.ttl", "writing graph.jsonld",
-             "writing graph.graphml", "writing nodes.csv, edges.csv", "writing extraction.jsonl",
+             "making query index", "writing extraction.jsonl", "making derived facts",
+             "making RDF triples", "writing graph.nt", "writing graph.ttl",
+             "writing graph.jsonld", "writing graph.graphml", "writing nodes.csv, edges.csv",
              "writing graph.html", "writing build.json"]
     positions = [seen.find(step) for step in steps]
     assert -1 not in positions, seen

@@ -352,3 +352,30 @@ def test_the_technique_view_shows_papers_that_only_mention_it_on_request(tmp_pat
     assert "Fast serving with caches" in pages[False]
     assert "Serving without memory" not in pages[False]
     assert "Serving without memory" in pages[True]
+
+
+def test_a_projects_technique_map_after_adds_and_removes_equals_a_fresh_builds(
+        tmp_path, monkeypatch):
+    """Above the size for every format a build writes extraction.jsonl and the map (the
+    default formats): an add or remove splices the one and rebuilds the other, and both must
+    be byte for byte what a fresh build of the same papers writes."""
+    import importlib
+
+    import kg.viz
+    from kg import project
+    from kg.pipeline import read_papers
+
+    builder = importlib.import_module("kg.project.builder")
+    monkeypatch.setattr(builder, "AUTO_ALL_PAPERS", 5)  # (a conference: 2,000 and 300)
+    monkeypatch.setattr(kg.viz, "MAP_MIN_PAPERS", 5)
+    papers = list(read_papers([SEED])[0])
+    out = tmp_path / "p"
+    project.build(out, papers[:12])
+    project.add(out, papers[12:])
+    gone = [papers[3].id, papers[14].id]
+    outcome = project.remove(out, gone)
+    assert outcome.written == ("extraction.jsonl", "graph.html")
+    project.build(tmp_path / "fresh", [p for p in papers if p.id not in gone])
+    for name in outcome.written:
+        assert (out / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
+    assert '"facets"' in (out / "graph.html").read_text(encoding="utf-8")  # the map

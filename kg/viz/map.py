@@ -28,9 +28,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kg.analysis import TECHNIQUE_TYPES, Cluster, clusters, entity_users, shared
+from kg.analysis import TECHNIQUE_TYPES, Cluster, PaperUse, clusters, entity_users, shared_each
 from kg.analysis.related_all import related_all
-from kg.errors import KgError
 from kg.model import Corpus, PaperResult
 from kg.viz.page import render_page
 
@@ -127,7 +126,8 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
                    {eid: i for i, eid in enumerate(techniques + layers)},
                    {r.paper.id: i for i, r in enumerate(usage.results)},
                    _facets(usage.results), len(groups),
-                   {p.id: k for k, c in enumerate(groups) for p in c.papers})
+                   {p.id: k for k, c in enumerate(groups) for p in c.papers},
+                   shared_each(corpus, techniques + layers, include_mentions=True))
     view = MapView(title=f"Technique map of {len(usage.results):,} papers")
     sentences: dict[int, dict[str, int]] = defaultdict(dict)
     view.nodes = [_node(corpus, eid, parts, sentences) for eid in techniques + layers]
@@ -199,6 +199,7 @@ class _Parts(NamedTuple):
     facets: list[dict]
     n_clusters: int  # cluster_of beyond it: in no cluster
     cluster_of_paper: dict[str, int]  # paper id -> its cluster (papers in none left out)
+    panels: dict[str, list[PaperUse]]  # entity -> `kg shared ID --include-mentions`
 
 
 def _associations(usage: Usage, techniques: list[str]
@@ -308,23 +309,20 @@ def _node(corpus: Corpus, eid: str, parts: _Parts, sentences: dict[int, dict[str
         counts = Counter(facet["of"][i] for i in parts.usage.used[eid]
                          if facet["of"][i] is not None)
         node.setdefault("f", {})[facet["name"]] = [counts.get(v, 0) for v in facet["values"]]
-    node.update(_panel(corpus, eid, parts, sentences))
+    node.update(_panel(eid, parts, sentences))
     return node
 
 
-def _panel(corpus: Corpus, eid: str, parts: _Parts, sentences: dict[int, dict[str, int]]
-           ) -> dict:
+def _panel(eid: str, parts: _Parts, sentences: dict[int, dict[str, int]]) -> dict:
     """A node's panel: exactly the papers `kg shared NAME` lists (users), and apart from them
     those `kg shared NAME --include-mentions` adds (they only mention it)."""
-    try:
-        uses = shared(corpus, eid, include_mentions=True)
-    except KgError:
-        uses = []
+    uses = parts.panels[eid]
     use_rows, mention_rows = [], []
     combined: Counter[int] = Counter()
     # It and its narrower techniques are not "combined with" it (the page's year filter
     # recounts "with" the same way, from the papers' techniques minus these).
     targets = {x.entity.id for use in uses for x in use.uses} | {eid}
+    others = parts.tech_set - targets  # (once per node, not once per paper)
     for use in uses:
         i = parts.order[use.paper.id]
         hit = [u for u in use.uses if u.used]
@@ -332,7 +330,7 @@ def _panel(corpus: Corpus, eid: str, parts: _Parts, sentences: dict[int, dict[st
         (use_rows if hit else mention_rows).append([i, u.evidence.text, round(u.confidence, 2)])
         if hit:
             combined.update(parts.index_of[other]
-                            for other in parts.usage.used_sets[i] & parts.tech_set - targets)
+                            for other in parts.usage.used_sets[i] & others)
     out: dict = {"narrow": sorted(parts.index_of[t] for t in targets if t in parts.index_of)}
     for key, rows in (("uses", use_rows), ("mentions", mention_rows)):
         if len(parts.usage.results) > RELATED_MAX_PAPERS and len(rows) > LIST_MAX:
