@@ -121,6 +121,19 @@ def test_deltas_after_adds_removes_and_an_edit_equal_a_clean_load(
     assert "1 changed" in done.summary()
     assert dump(session) == clean_dump(session, neo4j_driver, conn, out)
 
+    # A paper others rank among their related ones gets a new venue: its node is rewritten
+    # (and their RELATED to it with it), while no count, pair or weight moves.
+    facts = derived_facts(project.open_project(out).index())
+    target = max(kept, key=lambda p: sum(p.id in row["others"] for row in facts.related))
+    project.build(out, [replace(p, venue="Elsewhere") if p.id == target.id else p
+                        for p in edited])
+    done = load_project(project.open_project(out), conn)
+    assert done.delta.changed == (target.id,) and not done.derived.full
+    pointing = sum(target.id in row["others"] for row in facts.related)
+    assert pointing >= 2 and done.derived.related == pointing + 1
+    assert (done.derived.users, done.derived.pairs, done.derived.weights) == (0, 0, 0)
+    assert dump(session) == clean_dump(session, neo4j_driver, conn, out)
+
     # Nothing changed since: nothing is written.
     again = load_project(project.open_project(out), conn)
     assert again.mode == "up to date" and again.load.transactions == 0
