@@ -25,7 +25,7 @@ from kg.exports import replacing
 from kg.io import read_jsonl
 from kg.model import ENTITY_TYPES, Corpus
 from kg.neo4j.connection import Connection, driver_for, service_errors
-from kg.neo4j.derived import DerivedWrite, derived_facts, write_derived, written_state
+from kg.neo4j.derived import DerivedWrite, derived_facts, write_derived
 from kg.neo4j.loader import LoadReport, commit_batches, ensure_schema, load
 from kg.neo4j.rows import (
     DEFAULT_BATCH_PAPERS,
@@ -470,7 +470,7 @@ def _derive(session, project, conn: Connection, result: ProjectLoad, record: Loa
     write_derived_state(project.root, key, scope, result.generation, None)
     with service_errors(conn):
         result.derived = write_derived(session, scope, facts, previous, touched or ())
-    write_derived_state(project.root, key, scope, result.generation, written_state(facts))
+    write_derived_state(project.root, key, scope, result.generation, facts.state)
     result.derived_seconds = time.perf_counter() - started
 
 

@@ -31,6 +31,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from kg import analysis
 from kg.analysis import analysis_index
@@ -173,6 +174,11 @@ class DerivedFacts:
     cooccurs: tuple[dict, ...]  # {a, b, papers, sort_key}
     related: tuple[dict, ...]  # {paper, others, weights, shared}: papers with related ones
 
+    @cached_property
+    def state(self) -> dict:
+        """``written_state(self)``, computed once (a delta compares it, then records it)."""
+        return written_state(self)
+
 
 def pair_sort_key(a: str, b: str, papers: int) -> str:
     """The key ``technique-cooccurrence.cypher`` orders pairs by, as ``kg techniques`` does:
@@ -306,7 +312,7 @@ def _update(session, project: str, facts: DerivedFacts, previous: dict,
     _write(session, DROP_COOCCURS, gone, project)
     _write(session, SET_COOCCURS, pairs, project)
 
-    old_related, state = previous["related"], written_state(facts)["related"]
+    old_related, state = previous["related"], facts.state["related"]
     rewrite, weights = [], []
     for row in facts.related:
         old = old_related.get(row["paper"])
