@@ -16,6 +16,7 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -358,7 +359,8 @@ class ProjectLoad:
     load: LoadReport = field(default_factory=LoadReport)
     generation: int = 0
     previous: int = 0  # the generation the delta started from
-    derived_seconds: float = 0.0  # of ``seconds``: computing and writing the derived facts
+    derived_seconds: float = 0.0  # of ``seconds``: the derived facts, after the papers (they
+    # are computed while the papers are written: this is what was left to wait for, and writing)
     derived: DerivedWrite | None = None  # what of them was written
     counts: dict[str, int] | None = None  # the project's part after the load (checked)
 
@@ -429,12 +431,13 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
         with service_errors(conn):
             reason = (f"no load of {root} into {where} is recorded" if record is None
                       else _mismatch(session, record, scope))
+        delta = None if reason else project_delta(record, target.papers, target.entities,
+                                                   target.concepts, target.pipeline)
+        facts = _facts_meanwhile(project) if reason or delta else None
         if reason:
             result = _full_load(session, project, conn, where, reason, scope, driver=driver,
                                 vocabulary=vocabulary, on_plan=on_plan, **options)
         else:
-            delta = project_delta(record, target.papers, target.entities,
-                                  target.concepts, target.pipeline)
             result = ProjectLoad(root, where, "delta" if delta else "up to date",
                                  delta=delta, generation=manifest.generation,
                                  previous=record.generation)
@@ -444,8 +447,8 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
                              result.load, vocabulary=vocabulary, on_plan=on_plan, **options)
             else:
                 result.load.papers = len(target.papers)
-        if result.mode != "up to date":
-            _derive(session, project, conn, result, record, scope)
+        if facts is not None:
+            _derive(session, project, conn, result, record, scope, facts)
         with service_errors(conn):
             counts = _checked_counts(session, project, scope, loads, key)
     result.counts = counts
@@ -456,13 +459,23 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
     return result
 
 
+def _facts_meanwhile(project) -> Future:
+    """The project's derived facts, computed in a thread while the load writes its papers
+    (numpy and the Neo4j server do the work, so each mostly waits on neither)."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="kg-derived-facts")
+    try:
+        return pool.submit(lambda: derived_facts(project.index()))
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with its one task
+
+
 def _derive(session, project, conn: Connection, result: ProjectLoad, record: LoadRecord | None,
-            scope: str) -> None:
+            scope: str, computing: Future) -> None:
     """Write the derived facts after a full load or a delta: a delta writes only what differs
     from what the last load wrote (when that is recorded for its generation)."""
     started = time.perf_counter()
     key = (conn.uri, conn.database)
-    facts = derived_facts(project.index())
+    facts = computing.result()
     previous = touched = None
     if result.mode == "delta" and record is not None:
         previous = read_derived_state(project.root, key, scope, record.generation)
@@ -546,12 +559,13 @@ def _apply_delta(session, project, conn: Connection, delta: ProjectDelta, record
 
 def clear_project_dir(root: Path, conn: Connection, session) -> Cleared:
     """Delete project ``root``'s part of ``conn``'s database and drop its load record there
-    (the next load is a full one)."""
+    (the next load is a full one) with the record of its derived facts."""
     root = Path(root)
     if not (root / ".kg").is_dir():
         raise InputError(f"{root} is not a kg project (it has no .kg folder): give the "
                          "directory `kg build -o DIR` wrote, or --all")
     cleared = clear_project(session, project_id(root))
+    write_derived_state(root, (conn.uri, conn.database), "", 0, None)
     loads = read_loads(root)
     if (conn.uri, conn.database) in loads:
         write_loads(root, {k: v for k, v in loads.items() if k != (conn.uri, conn.database)})

@@ -2,10 +2,10 @@
 
 * ``(:Entity).users`` on every Technique/Method entity of a project: the papers using it,
   the number ``kg techniques`` prints (0 for one that papers only mention).
-* ``(a:Entity)-[:CO_OCCURS {papers, rank, project}]->(b:Entity)``, ``a.id < b.id``:
+* ``(a:Entity)-[:CO_OCCURS {papers, sort_key, project}]->(b:Entity)``, ``a.id < b.id``:
   techniques used together, with the number of papers and the pair's place in
-  ``kg.analysis.cooccurrence``'s order (what `kg techniques` lists): a query pages through an
-  index on ``rank`` instead of sorting every pair.
+  ``kg.analysis.cooccurrence``'s order (what `kg techniques` lists) as text (``pair_sort_key``):
+  a query pages through an index on it instead of sorting every pair.
 * ``(:Paper)-[:PROPOSES {used_by, users, how_used, rank}]->(:Entity)``: how many other papers
   relate to what a paper proposes (anything but PROPOSES, mentions included), the first
   ``PROPOSAL_USERS_TOP`` of them by id and how, and the proposal's place by that count —
@@ -16,13 +16,13 @@
   related papers, the score and the names of what they share — ``kg related`` (uses, not
   mentions), rank 1 first.
 
-All are computed from kg's analysis API over the project's stored index (the same numbers
-the CLI prints) and rewritten whole by every load of the project, delta or full: a paper
-added anywhere changes every rarity weight, so no related list can be vouched for alone.
-They carry no ``paper`` property, so they are never counted as extracted relations.
-
-``derived_facts`` is the one place that computes them: a shared function computing the same
-facts for RDF can replace its body.
+The users, pairs and related papers are computed from kg's analysis API over the project's
+stored index (the same numbers the CLI prints; ``kg.derived`` computes the RDF ones from the
+same functions), all of them on every load: a paper added anywhere changes every rarity
+weight, so any related list may change. ``write_derived`` then writes all of them after a full
+load, and after a delta only what differs from the ``written_state`` of the last load: a
+delta's writes follow what changed. They carry no ``paper`` property, so they are never
+counted as extracted relations.
 """
 
 from __future__ import annotations
