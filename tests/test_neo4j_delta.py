@@ -121,6 +121,19 @@ def test_deltas_after_adds_removes_and_an_edit_equal_a_clean_load(
     assert "1 changed" in done.summary()
     assert dump(session) == clean_dump(session, neo4j_driver, conn, out)
 
+    # A paper others rank among their related ones gets a new venue: its node is rewritten
+    # (and their RELATED to it with it), while no count, pair or weight moves.
+    facts = derived_facts(project.open_project(out).index())
+    target = max(kept, key=lambda p: sum(p.id in row["others"] for row in facts.related))
+    project.build(out, [replace(p, venue="Elsewhere") if p.id == target.id else p
+                        for p in edited])
+    done = load_project(project.open_project(out), conn)
+    assert done.delta.changed == (target.id,) and not done.derived.full
+    pointing = sum(target.id in row["others"] for row in facts.related)
+    assert pointing >= 2 and done.derived.related == pointing + 1
+    assert (done.derived.users, done.derived.pairs, done.derived.weights) == (0, 0, 0)
+    assert dump(session) == clean_dump(session, neo4j_driver, conn, out)
+
     # Nothing changed since: nothing is written.
     again = load_project(project.open_project(out), conn)
     assert again.mode == "up to date" and again.load.transactions == 0
@@ -350,6 +363,21 @@ def test_a_full_load_removes_what_the_project_no_longer_holds(neo4j_db, seed_pap
     assert _papers_of(session, project_id(out)) == {p.id for p in seed_papers[1:]}
 
 
+def test_a_delta_without_a_record_of_its_derived_facts_rewrites_them_all(
+        neo4j_db, neo4j_driver, seed_papers, tmp_path):
+    session, conn = neo4j_db
+    out = tmp_path / "p"
+    project.build(out, seed_papers[:15], formats=["jsonl"])
+    assert load_project(project.open_project(out), conn).derived.full
+    project.add(out, seed_papers[15:])
+    (record,) = (out / ".kg").glob("neo4j-derived-*.json")
+    record.unlink()  # as a load by an older kg, or one that failed writing them, leaves it
+    done = load_project(project.open_project(out), conn)
+    assert done.mode == "delta" and done.derived.full and record.is_file()
+    assert "derived facts rewritten: " in done.summary()
+    assert dump(session) == clean_dump(session, neo4j_driver, conn, out)
+
+
 def test_kg_neo4j_clear_removes_one_project_or_asks_before_everything(neo4j_db, seed_papers,
                                                                       tmp_path):
     session, conn = neo4j_db
@@ -367,6 +395,8 @@ def test_kg_neo4j_clear_removes_one_project_or_asks_before_everything(neo4j_db, 
     assert _papers_of(session, project_id(a)) == set()
     assert len(_papers_of(session, project_id(b))) == 14
     assert (conn.uri, conn.database) not in read_loads(a)
+    assert not list((a / ".kg").glob("neo4j-derived-*.json"))
+    assert len(list((b / ".kg").glob("neo4j-derived-*.json"))) == 1
     # B's concepts stay (shared vocabulary), only those nothing reaches any more go.
     held = session.run("MATCH (c:Concept) RETURN count(c) AS n").single()["n"]
     assert 0 < held <= concepts

@@ -11,10 +11,12 @@ delta leaves the database as a clean load of the project would; see ``plan_delta
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from kg.exports import replacing
 from kg.io import read_jsonl
 from kg.model import ENTITY_TYPES, Corpus
 from kg.neo4j.connection import Connection, driver_for, service_errors
-from kg.neo4j.derived import derived_facts, write_derived
+from kg.neo4j.derived import DerivedWrite, derived_facts, write_derived
 from kg.neo4j.loader import LoadReport, commit_batches, ensure_schema, load
 from kg.neo4j.rows import (
     DEFAULT_BATCH_PAPERS,
@@ -49,6 +51,7 @@ from kg.neo4j.scope import (
 )
 
 LOADS_FORMAT = "kg-neo4j-loads"
+DERIVED_FORMAT = "kg-neo4j-derived"
 LOADS_VERSION = 2  # 2: the project id; nodes scoped by it (a version 1 record is not trusted)
 
 DELETE_PAPERS = """\
@@ -156,6 +159,42 @@ def write_loads(root: Path, loads: dict[tuple[str, str], LoadRecord]) -> None:
                        "project": project_id(root), "loads": by_uri},
                       ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     with replacing(Path(root) / ".kg" / LOADS_FILE) as tmp:
+        tmp.write_text(text + "\n", encoding="utf-8")
+
+
+def _derived_path(root: Path, key: tuple[str, str]) -> Path:
+    digest = hashlib.sha256("\n".join(key).encode("utf-8")).hexdigest()[:12]
+    return Path(root) / ".kg" / f"neo4j-derived-{digest}.json"
+
+
+def read_derived_state(root: Path, key: tuple[str, str], project: str, generation: int
+                       ) -> dict | None:
+    """The derived facts (``kg.neo4j.derived.written_state``) the last load of ``project``
+    wrote into (Bolt URI, database) ``key`` at ``generation``; None when none is recorded
+    (or it is unreadable, or of another load: the derived facts are then rewritten whole)."""
+    try:
+        data = json.loads(_derived_path(root, key).read_text(encoding="utf-8"))
+        if (data["format"], data["version"], data["project"], data["generation"]) != (
+                DERIVED_FORMAT, 1, project, generation):
+            return None
+        state = data["state"]
+        return state if {"users", "pairs", "related"} <= state.keys() else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def write_derived_state(root: Path, key: tuple[str, str], project: str, generation: int,
+                        state: dict | None) -> None:
+    """Record what the derived facts in ``key`` are now; None forgets them (while they are
+    being written, and after: until then the next load cannot trust them)."""
+    path = _derived_path(root, key)
+    if state is None:
+        path.unlink(missing_ok=True)
+        return
+    text = json.dumps({"format": DERIVED_FORMAT, "version": 1, "project": project,
+                       "generation": generation, "uri": key[0], "database": key[1],
+                       "state": state}, ensure_ascii=False, separators=(",", ":"))
+    with replacing(path) as tmp:
         tmp.write_text(text + "\n", encoding="utf-8")
 
 
@@ -320,15 +359,18 @@ class ProjectLoad:
     load: LoadReport = field(default_factory=LoadReport)
     generation: int = 0
     previous: int = 0  # the generation the delta started from
-    derived_seconds: float = 0.0  # of ``seconds``: computing and writing the derived facts
+    derived_seconds: float = 0.0  # of ``seconds``: the derived facts, after the papers (they
+    # are computed while the papers are written: this is what was left to wait for, and writing)
+    derived: DerivedWrite | None = None  # what of them was written
     counts: dict[str, int] | None = None  # the project's part after the load (checked)
 
     def _checked(self) -> str:
         if self.counts is None:
             return ""
         c = self.counts
-        return (f"\nderived facts (technique users, co-occurrence, related papers) rewritten in "
-                f"{self.derived_seconds:.1f}s; checked: the database holds the project's "
+        derived = self.derived.summary() if self.derived else "derived facts unchanged"
+        return (f"\n{derived} in {self.derived_seconds:.1f}s; checked: the database holds the "
+                f"project's "
                 f"{c['papers']:,} papers, {c['entities']:,} entities and {c['relations']:,} "
                 "relations")
 
@@ -362,7 +404,8 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
     """Bring the project's part of the database up to ``project`` (a ``kg.project.Project``):
     only the delta since the load recorded for ``conn``'s URI and database, else a full load
     (saying why) that first clears the part. Then its derived facts (``kg.neo4j.derived``) are
-    rewritten, and the part's counts checked against the project:
+    brought up to date (after a delta, only those that changed: ``write_derived``), and the
+    part's counts checked against the project:
     a difference raises ServiceError (and the next load is a full one).
 
     ``on_plan`` gets the number of papers about to be written. The record is rewritten only
@@ -388,12 +431,13 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
         with service_errors(conn):
             reason = (f"no load of {root} into {where} is recorded" if record is None
                       else _mismatch(session, record, scope))
+        delta = None if reason else project_delta(record, target.papers, target.entities,
+                                                   target.concepts, target.pipeline)
+        facts = _facts_meanwhile(project) if reason or delta else None
         if reason:
             result = _full_load(session, project, conn, where, reason, scope, driver=driver,
                                 vocabulary=vocabulary, on_plan=on_plan, **options)
         else:
-            delta = project_delta(record, target.papers, target.entities,
-                                  target.concepts, target.pipeline)
             result = ProjectLoad(root, where, "delta" if delta else "up to date",
                                  delta=delta, generation=manifest.generation,
                                  previous=record.generation)
@@ -403,12 +447,8 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
                              result.load, vocabulary=vocabulary, on_plan=on_plan, **options)
             else:
                 result.load.papers = len(target.papers)
-        if result.mode != "up to date":
-            derived_started = time.perf_counter()
-            facts = derived_facts(project.index())
-            with service_errors(conn):
-                write_derived(session, scope, facts)
-            result.derived_seconds = time.perf_counter() - derived_started
+        if facts is not None:
+            _derive(session, project, conn, result, record, scope, facts)
         with service_errors(conn):
             counts = _checked_counts(session, project, scope, loads, key)
     result.counts = counts
@@ -417,6 +457,34 @@ def load_project(project, conn: Connection, *, papers_per_batch: int = DEFAULT_B
         write_loads(root, {**loads, key: done})
     result.load.seconds = time.perf_counter() - started
     return result
+
+
+def _facts_meanwhile(project) -> Future:
+    """The project's derived facts, computed in a thread while the load writes its papers
+    (numpy and the Neo4j server do the work, so each mostly waits on neither)."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="kg-derived-facts")
+    try:
+        return pool.submit(lambda: derived_facts(project.index()))
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with its one task
+
+
+def _derive(session, project, conn: Connection, result: ProjectLoad, record: LoadRecord | None,
+            scope: str, computing: Future) -> None:
+    """Write the derived facts after a full load or a delta: a delta writes only what differs
+    from what the last load wrote (when that is recorded for its generation)."""
+    started = time.perf_counter()
+    key = (conn.uri, conn.database)
+    facts = computing.result()
+    previous = touched = None
+    if result.mode == "delta" and record is not None:
+        previous = read_derived_state(project.root, key, scope, record.generation)
+        touched = (*result.delta.changed, *result.delta.removed)
+    write_derived_state(project.root, key, scope, result.generation, None)
+    with service_errors(conn):
+        result.derived = write_derived(session, scope, facts, previous, touched or ())
+    write_derived_state(project.root, key, scope, result.generation, facts.state)
+    result.derived_seconds = time.perf_counter() - started
 
 
 def _checked_counts(session, project, scope: str, loads: dict, key: tuple[str, str]
@@ -491,12 +559,13 @@ def _apply_delta(session, project, conn: Connection, delta: ProjectDelta, record
 
 def clear_project_dir(root: Path, conn: Connection, session) -> Cleared:
     """Delete project ``root``'s part of ``conn``'s database and drop its load record there
-    (the next load is a full one)."""
+    (the next load is a full one) with the record of its derived facts."""
     root = Path(root)
     if not (root / ".kg").is_dir():
         raise InputError(f"{root} is not a kg project (it has no .kg folder): give the "
                          "directory `kg build -o DIR` wrote, or --all")
     cleared = clear_project(session, project_id(root))
+    write_derived_state(root, (conn.uri, conn.database), "", 0, None)
     loads = read_loads(root)
     if (conn.uri, conn.database) in loads:
         write_loads(root, {k: v for k, v in loads.items() if k != (conn.uri, conn.database)})

@@ -2,10 +2,10 @@
 
 * ``(:Entity).users`` on every Technique/Method entity of a project: the papers using it,
   the number ``kg techniques`` prints (0 for one that papers only mention).
-* ``(a:Entity)-[:CO_OCCURS {papers, rank, project}]->(b:Entity)``, ``a.id < b.id``:
+* ``(a:Entity)-[:CO_OCCURS {papers, sort_key, project}]->(b:Entity)``, ``a.id < b.id``:
   techniques used together, with the number of papers and the pair's place in
-  ``kg.analysis.cooccurrence``'s order (what `kg techniques` lists): a query pages through an
-  index on ``rank`` instead of sorting every pair.
+  ``kg.analysis.cooccurrence``'s order (what `kg techniques` lists) as text (``pair_sort_key``):
+  a query pages through an index on it instead of sorting every pair.
 * ``(:Paper)-[:PROPOSES {used_by, users, how_used, rank}]->(:Entity)``: how many other papers
   relate to what a paper proposes (anything but PROPOSES, mentions included), the first
   ``PROPOSAL_USERS_TOP`` of them by id and how, and the proposal's place by that count —
@@ -16,35 +16,49 @@
   related papers, the score and the names of what they share — ``kg related`` (uses, not
   mentions), rank 1 first.
 
-All are computed from kg's analysis API over the project's stored index (the same numbers
-the CLI prints) and rewritten whole by every load of the project, delta or full: a paper
-added anywhere changes every rarity weight, so no related list can be vouched for alone.
-They carry no ``paper`` property, so they are never counted as extracted relations.
-
-``derived_facts`` is the one place that computes them: a shared function computing the same
-facts for RDF can replace its body.
+The users, pairs and related papers are computed from kg's analysis API over the project's
+stored index (the same numbers the CLI prints; ``kg.derived`` computes the RDF ones from the
+same functions), all of them on every load: a paper added anywhere changes every rarity
+weight, so any related list may change. ``write_derived`` then writes all of them after a full
+load, and after a delta only what differs from the ``written_state`` of the last load: a
+delta's writes follow what changed. They carry no ``paper`` property, so they are never
+counted as extracted relations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from kg import analysis
+from kg.analysis import analysis_index
 from kg.analysis.related_all import related_all
 from kg.model import TECHNIQUE_TYPES
 from kg.neo4j.rows import chunks
 
 RELATED_TOP = 10  # `kg related`'s default -n
+PAIR_COUNT_CAP = 10**8  # a CO_OCCURS sort key holds PAIR_COUNT_CAP - papers in 8 digits
 
+# Every technique/method of the project, its users (0: only mentioned); a delta passes only
+# those whose count changed.
 SET_USERS = """\
-MATCH (e:Entity {project: $project})
-WHERE e.type IN $types
-SET e.users = 0
-WITH count(*) AS reset
 UNWIND $rows AS row
 MATCH (e:Entity {project: $project, id: row.id})
 SET e.users = row.users"""
+
+# A full rewrite first drops the counts of entities that are no technique any more.
+CLEAR_USERS = """\
+MATCH (e:Entity {project: $project})
+WHERE e.users IS NOT NULL AND NOT e.id IN $ids
+REMOVE e.users"""
+
+DROP_USERS = """\
+UNWIND $rows AS id
+MATCH (e:Entity {project: $project, id: id})
+REMOVE e.users"""
 
 DELETE_COOCCURS = """\
 MATCH (:Entity {project: $project})-[c:CO_OCCURS]->()
@@ -54,17 +68,45 @@ CREATE_COOCCURS = """\
 UNWIND $rows AS row
 MATCH (a:Entity {project: $project, id: row.a})
 MATCH (b:Entity {project: $project, id: row.b})
-CREATE (a)-[:CO_OCCURS {papers: row.papers, rank: row.rank, project: $project}]->(b)"""
+CREATE (a)-[:CO_OCCURS {papers: row.papers, sort_key: row.sort_key, project: $project}]->(b)"""
+
+# A delta: pairs whose count changed or that are new (MERGE), and pairs no paper has now.
+SET_COOCCURS = """\
+UNWIND $rows AS row
+MATCH (a:Entity {project: $project, id: row.a})
+MATCH (b:Entity {project: $project, id: row.b})
+MERGE (a)-[c:CO_OCCURS]->(b)
+SET c.papers = row.papers, c.sort_key = row.sort_key, c.project = $project"""
+
+DROP_COOCCURS = """\
+UNWIND $rows AS row
+MATCH (:Entity {project: $project, id: row.a})-[c:CO_OCCURS]->(:Entity {project: $project,
+                                                                    id: row.b})
+DELETE c"""
 
 DELETE_RELATED = """\
 MATCH (:Paper {project: $project})-[r:RELATED]->()
 CALL { WITH r DELETE r } IN TRANSACTIONS OF 10000 ROWS"""
 
+# One row per paper: its related papers in rank order, their weights and shared names.
 CREATE_RELATED = """\
 UNWIND $rows AS row
 MATCH (p:Paper {project: $project, id: row.paper})
-MATCH (q:Paper {project: $project, id: row.other})
-CREATE (p)-[:RELATED {rank: row.rank, weight: row.weight, shared: row.shared}]->(q)"""
+UNWIND range(0, size(row.others) - 1) AS i
+MATCH (q:Paper {project: $project, id: row.others[i]})
+CREATE (p)-[:RELATED {rank: i + 1, weight: row.weights[i], shared: row.shared[i]}]->(q)"""
+
+DROP_RELATED_OF = """\
+UNWIND $rows AS id
+MATCH (:Paper {project: $project, id: id})-[r:RELATED]->()
+DELETE r"""
+
+# A paper whose related papers, ranks and shared names stay, but not its weights (every
+# rarity weight moves when papers come or go): one small row.
+SET_RELATED_WEIGHTS = """\
+UNWIND $rows AS row
+MATCH (:Paper {project: $project, id: row.paper})-[r:RELATED]->()
+SET r.weight = row.weights[r.rank - 1]"""
 
 PROPOSAL_USERS_TOP = 25  # users listed per proposal (its used_by counts them all)
 
@@ -128,9 +170,27 @@ SET pr.rank = rank"""
 class DerivedFacts:
     """A project's derived facts, as parameter rows (sorted: the same index, the same rows)."""
 
-    users: tuple[dict, ...]  # {id, users}: technique entities some paper uses
-    cooccurs: tuple[dict, ...]  # {a, b, papers, rank}
-    related: tuple[dict, ...]  # {paper, other, rank, weight, shared}
+    users: tuple[dict, ...]  # {id, users}: every technique/method entity (0: only mentioned)
+    cooccurs: tuple[dict, ...]  # {a, b, papers, sort_key}
+    related: tuple[dict, ...]  # {paper, others, weights, shared}: papers with related ones
+
+    @cached_property
+    def state(self) -> dict:
+        """``written_state(self)``, computed once (a delta compares it, then records it)."""
+        return written_state(self)
+
+
+def pair_sort_key(a: str, b: str, papers: int) -> str:
+    """The key ``technique-cooccurrence.cypher`` orders pairs by, as ``kg techniques`` does:
+    most papers first, then by ids (entity ids are slugs: no space, so ``a b`` sorts as the
+    pair). A pair's key changes only with its own count, so a delta rewrites only the pairs
+    whose count changed, where a rank would move every pair after them.
+
+    >>> sorted([pair_sort_key("m/x", "m/y", 2), pair_sort_key("m/a", "m/b", 1),
+    ...         pair_sort_key("m/a", "m/z", 2)])[0]
+    '99999998 m/a m/z'
+    """
+    return f"{PAIR_COUNT_CAP - papers:08d} {a} {b}"
 
 
 def derived_facts(index) -> DerivedFacts:
@@ -141,37 +201,128 @@ def derived_facts(index) -> DerivedFacts:
 
     >>> from kg.pipeline import run
     >>> facts = derived_facts(run(["examples/iclr2025-seed.txt"]))
-    >>> max(row["users"] for row in facts.users) >= 2, facts.related[0]["rank"]
-    (True, 1)
+    >>> max(row["users"] for row in facts.users) >= 2, len(facts.related[0]["others"]) >= 1
+    (True, True)
     """
-    users = tuple({"id": e.id, "users": n} for e, n in analysis.technique_counts(index))
-    cooccurs = tuple({"a": a.id, "b": b.id, "papers": n, "rank": rank}
-                     for rank, (a, b, n) in enumerate(analysis.cooccurrence(index), start=1))
+    index = analysis_index(index)
+    counts = {e.id: n for e, n in analysis.technique_counts(index)}
+    users = tuple({"id": eid, "users": counts.get(eid, 0)} for eid in sorted(index.entities)
+                  if index.entities[eid].type in TECHNIQUE_TYPES)
+    cooccurs = tuple({"a": a.id, "b": b.id, "papers": n, "sort_key": pair_sort_key(a.id, b.id, n)}
+                     for a, b, n in analysis.cooccurrence(index))
     ranked = related_all(index, RELATED_TOP)
     # The score as `kg related --format json` gives it (RelatedPaper.as_dict rounds to 4).
-    rows = tuple({"paper": pid, "other": other, "rank": rank, "weight": round(score, 4),
-                  "shared": shared}
-                 for pid in sorted(ranked)
-                 for rank, (other, score, shared) in enumerate(ranked[pid], start=1))
-    return DerivedFacts(users, cooccurs, rows)
+    related = tuple({"paper": pid, "others": [other for other, _, _ in ranked[pid]],
+                     "weights": [round(score, 4) for _, score, _ in ranked[pid]],
+                     "shared": [shared for _, _, shared in ranked[pid]]}
+                    for pid in sorted(ranked) if ranked[pid])
+    return DerivedFacts(users, cooccurs, related)
 
 
-def _create(session, query: str, rows: Iterable[dict], project: str, size: int = 5000) -> None:
-    rows = list(rows)
+def _write(session, query: str, rows: Sequence, project: str, size: int = 5000) -> int:
     for part in chunks(rows, size):
         session.run(query, rows=list(part), project=project).consume()
+    return len(rows)
 
 
-def write_derived(session, project: str, facts: DerivedFacts) -> None:
-    """Replace ``project``'s derived facts in the database by ``facts`` (an auto-commit
-    ``session``: the deletes commit in transactions of 10,000)."""
-    session.run(SET_USERS, rows=list(facts.users), types=list(TECHNIQUE_TYPES),
-                project=project).consume()
-    session.run(DELETE_COOCCURS, project=project).consume()
-    _create(session, CREATE_COOCCURS, facts.cooccurs, project)
-    session.run(DELETE_RELATED, project=project).consume()
-    _create(session, CREATE_RELATED, facts.related, project)
+def _digest(value) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def written_state(facts: DerivedFacts) -> dict:
+    """What ``write_derived`` leaves in the database, compactly (JSON): the next delta writes
+    only what differs from it. Per paper: its related papers and digests of its rows with
+    and without their weights.
+
+    >>> facts = DerivedFacts(({"id": "m/a", "users": 2},), (), ({"paper": "p", "others": ["q"],
+    ...     "weights": [1.5], "shared": [["A"]]},))
+    >>> state = written_state(facts)
+    >>> state["users"], state["related"]["p"][0]
+    ({'m/a': 2}, ['q'])
+    """
+    return {"users": {row["id"]: row["users"] for row in facts.users},
+            "pairs": [[row["a"], row["b"], row["papers"]] for row in facts.cooccurs],
+            "related": {row["paper"]: [row["others"], _digest([row["others"], row["shared"]]),
+                                       _digest(row["weights"])] for row in facts.related}}
+
+
+@dataclass(frozen=True)
+class DerivedWrite:
+    """What ``write_derived`` wrote: rows of each kind (a full rewrite writes them all)."""
+
+    full: bool
+    users: int = 0
+    pairs: int = 0  # CO_OCCURS created, changed or deleted
+    related: int = 0  # papers whose RELATED were rewritten
+    weights: int = 0  # papers whose RELATED only got new weights
+
+    def summary(self) -> str:
+        how = "rewritten" if self.full else "updated"
+        return (f"derived facts {how}: {self.users:,} technique counts, {self.pairs:,} "
+                f"co-occurring pairs, related papers of {self.related:,} papers"
+                + ("" if self.full else f" (and the weights alone of {self.weights:,})"))
+
+
+def write_derived(session, project: str, facts: DerivedFacts, previous: dict | None = None,
+                  touched: Iterable[str] = ()) -> DerivedWrite:
+    """Bring ``project``'s derived facts in the database to ``facts`` (an auto-commit
+    ``session``: the deletes commit in transactions of 10,000).
+
+    With ``previous``, the ``written_state`` the database holds (a delta's last load), only
+    what differs is written: changed counts and pairs, the related papers of papers whose
+    list changed (or that point at a paper in ``touched``: rewritten or deleted since, so
+    its RELATED went with it), and new weights alone where only those moved. Without it,
+    everything is rewritten. The Cypher-counted facts (proposal users, USED_WITH) are
+    counted again either way.
+    """
+    if previous is None:
+        done = _rewrite(session, project, facts)
+    else:
+        done = _update(session, project, facts, previous, set(touched))
     session.run(SET_USED_BY, project=project, top=PROPOSAL_USERS_TOP).consume()
     session.run(SET_PROPOSAL_RANK, project=project).consume()
     session.run(DELETE_USED_WITH, project=project).consume()
     session.run(CREATE_USED_WITH, project=project, top=USED_WITH_TOP).consume()
+    return done
+
+
+def _rewrite(session, project: str, facts: DerivedFacts) -> DerivedWrite:
+    session.run(CLEAR_USERS, ids=[row["id"] for row in facts.users], project=project).consume()
+    users = _write(session, SET_USERS, facts.users, project)
+    session.run(DELETE_COOCCURS, project=project).consume()
+    pairs = _write(session, CREATE_COOCCURS, facts.cooccurs, project)
+    session.run(DELETE_RELATED, project=project).consume()
+    related = _write(session, CREATE_RELATED, facts.related, project, 1000)
+    return DerivedWrite(True, users, pairs, related)
+
+
+def _update(session, project: str, facts: DerivedFacts, previous: dict,
+            touched: set[str]) -> DerivedWrite:
+    old_users = previous["users"]
+    users = [row for row in facts.users if old_users.get(row["id"]) != row["users"]]
+    kept = {row["id"] for row in facts.users}
+    _write(session, DROP_USERS, [eid for eid in old_users if eid not in kept], project)
+    _write(session, SET_USERS, users, project)
+
+    old_pairs = {(a, b): n for a, b, n in previous["pairs"]}
+    pairs = [row for row in facts.cooccurs if old_pairs.get((row["a"], row["b"])) != row["papers"]]
+    new_pairs = {(row["a"], row["b"]) for row in facts.cooccurs}
+    gone = [{"a": a, "b": b} for a, b in old_pairs if (a, b) not in new_pairs]
+    _write(session, DROP_COOCCURS, gone, project)
+    _write(session, SET_COOCCURS, pairs, project)
+
+    old_related, state = previous["related"], facts.state["related"]
+    rewrite, weights = [], []
+    for row in facts.related:
+        old = old_related.get(row["paper"])
+        if (old is None or row["paper"] in touched or old[1] != state[row["paper"]][1]
+                or not touched.isdisjoint(old[0])):
+            rewrite.append(row)
+        elif old[2] != state[row["paper"]][2]:
+            weights.append({"paper": row["paper"], "weights": row["weights"]})
+    stale = [pid for pid in old_related if pid not in state] + [row["paper"] for row in rewrite]
+    _write(session, DROP_RELATED_OF, stale, project)
+    _write(session, CREATE_RELATED, rewrite, project, 1000)
+    _write(session, SET_RELATED_WEIGHTS, weights, project, 1000)
+    return DerivedWrite(False, len(users), len(pairs) + len(gone), len(rewrite), len(weights))

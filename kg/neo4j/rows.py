@@ -50,7 +50,7 @@ SCHEMA: tuple[str, ...] = (
     "CREATE INDEX kg_paper_id_lookup IF NOT EXISTS FOR (p:Paper) ON (p.id)",
     "CREATE INDEX kg_entity_id_lookup IF NOT EXISTS FOR (e:Entity) ON (e.id)",
     "CREATE INDEX kg_technique_users IF NOT EXISTS FOR (t:Technique) ON (t.users)",
-    "CREATE INDEX kg_cooccurs_rank IF NOT EXISTS FOR ()-[c:CO_OCCURS]-() ON (c.rank)",
+    "CREATE INDEX kg_cooccurs_key IF NOT EXISTS FOR ()-[c:CO_OCCURS]-() ON (c.sort_key)",
     "CREATE INDEX kg_proposes_rank IF NOT EXISTS FOR ()-[r:PROPOSES]-() ON (r.rank)",
 )
 # What databases loaded before projects owned their part hold: a paper id unique across the
@@ -58,6 +58,7 @@ SCHEMA: tuple[str, ...] = (
 OLD_SCHEMA: tuple[str, ...] = (
     "DROP CONSTRAINT kg_paper_id IF EXISTS",
     "DROP CONSTRAINT kg_entity_id IF EXISTS",
+    "DROP INDEX kg_cooccurs_rank IF EXISTS",  # pairs are ordered by sort_key now
 )
 
 MERGE_CONCEPTS = """\
