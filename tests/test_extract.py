@@ -93,6 +93,20 @@ def test_rrs_and_model_folding_both_link_to_llama(seed_corpus):
         assert any(r.predicate == "usesModel" and r.object == llama.id for r in result.relations)
 
 
+def test_a_proposed_name_keeps_its_release_number_and_a_plain_word_name_counts():
+    # "Mega-TTS 2" is not "Mega-TTS"; "Decor" has no inner capital, but "we propose Decor, a
+    # variant of …" names it all the same. A count after a name ("2 datasets") is not a version.
+    ex = Extractor()
+    texts = ["This paper introduces Mega-TTS 2, a prompting mechanism. Mega-TTS 2 is fast.",
+             "In this paper, we propose Decor, a variant of decentralized SGD.",
+             "We release FooBench 2 datasets for speech."]
+    found = [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates
+              if c.rule == "proposed-name"} for t in texts]
+    assert found[0] == {("Mega-TTS 2", "Method")}
+    assert found[1] == {("Decor", "Method")}
+    assert ("FooBench 2", "Method") not in found[2] and ("FooBench 2", "Dataset") not in found[2]
+
+
 def test_versioned_model_names_keep_their_version_and_family():
     # Without the versioned-name rule these resolve to the bare families (LLaMA, Mistral):
     # nothing else in the sentences marks them as names.
