@@ -131,6 +131,13 @@ def test_unknown_names_a_dataset_context_types_are_datasets_even_when_coined_or_
     assert ("CountSketch", "Dataset") not in found[3]
 
 
+def test_nothing_is_found_inside_a_link():
+    ex = Extractor()
+    text = ("We study credit assignment. Code: [https://github.com/NJU-RL/ACORM]"
+            "(https://github.com/NJU-RL/ACORM) and www.example.org/LLM-GAN.")
+    assert {c.span.text for c in ex.extract_one(Paper("p", text)).candidates} == set()
+
+
 def test_versioned_model_names_keep_their_version_and_family():
     # Without the versioned-name rule these resolve to the bare families (LLaMA, Mistral):
     # nothing else in the sentences marks them as names.
