@@ -15,6 +15,9 @@ from kg.extract.document import Document
 from kg.extract.words import TASK_HEAD, TASK_MODIFIERS, TASK_STOP
 from kg.model import Candidate
 
+# Participles that name a kind of task, not a clause: "unsupervised part segmentation".
+SUPERVISED = re.compile(r"(?:un|self-|semi-|weakly-|weakly\s)?supervised|federated|distributed")
+
 
 def task_phrases(d: Document, prior: Sequence[Candidate]) -> list[Candidate]:
     """Task-shaped noun phrases the vocabulary lacks: "talking portrait synthesis",
@@ -38,7 +41,8 @@ def task_phrases(d: Document, prior: Sequence[Candidate]) -> list[Candidate]:
         words = m.group(0).split()
         while words and (words[0] in TASK_STOP or words[0].endswith("ly")):
             words.pop(0)
-        if not words or any(w in TASK_STOP or w.endswith(("ly", "ed")) for w in words):
+        if not words or any(w in TASK_STOP or (w.endswith(("ly", "ed")) and
+                                               not SUPERVISED.fullmatch(w)) for w in words):
             continue
         if len(words) == 2 and "-" in words[0]:  # "human-level video reasoning": an adjective
             words.pop(0)
