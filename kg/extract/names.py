@@ -105,5 +105,6 @@ def _dataset_evidence(token: str, before: str, after: str, listed: bool, sentenc
     return bool(DATASET_AFTER.match(after) or re.search(r"Bench", token)
                 or ((DATASET_BEFORE.search(before) or listed)
                     and re.search(r"\d|bench|.QA$", token))
-                or DATASET_LIST.search(sentence[-200:]))
+                or (("datasets" in sentence or "benchmarks" in sentence)
+                    and DATASET_LIST.search(sentence[-200:]) is not None))
 
