@@ -93,6 +93,59 @@ def test_rrs_and_model_folding_both_link_to_llama(seed_corpus):
         assert any(r.predicate == "usesModel" and r.object == llama.id for r in result.relations)
 
 
+def test_a_proposed_name_keeps_its_release_number_and_a_plain_word_name_counts():
+    # "Mega-TTS 2" is not "Mega-TTS"; "Decor" has no inner capital, but "we propose Decor, a
+    # variant of …" names it all the same. A count after a name ("2 datasets") is not a version.
+    ex = Extractor()
+    texts = ["This paper introduces Mega-TTS 2, a prompting mechanism. Mega-TTS 2 is fast.",
+             "In this paper, we propose Decor, a variant of decentralized SGD.",
+             "We release FooBench 2 datasets for speech."]
+    found = [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates
+              if c.rule == "proposed-name"} for t in texts]
+    assert found[0] == {("Mega-TTS 2", "Method")}
+    assert found[1] == {("Decor", "Method")}
+    assert ("FooBench 2", "Method") not in found[2] and ("FooBench 2", "Dataset") not in found[2]
+
+
+def test_a_title_case_title_names_its_task():
+    ex = Extractor()
+    paper = Paper("p", "We render faces from one image.",
+                  title="Fast Talking Portrait Synthesis with Neural Fields")
+    found = {(c.span.text, c.type) for c in ex.extract_one(paper).candidates}
+    assert ("Talking Portrait Synthesis", "Task") in found
+
+
+def test_a_task_phrase_may_say_how_it_is_supervised():
+    # "-ed" words end a phrase ("a … model guided by"), but "unsupervised" names a kind of task.
+    ex = Extractor()
+    paper = Paper("p", "This enables unsupervised part segmentation of objects.")
+    found = {(c.span.text, c.type) for c in ex.extract_one(paper).candidates}
+    assert found == {("unsupervised part segmentation", "Task")}
+
+
+def test_unknown_names_a_dataset_context_types_are_datasets_even_when_coined_or_sized():
+    # Without the dataset test before the size and CamelCase tests these came out Model
+    # ("QM1B": a "1B" size) and Method (CamelCase).
+    ex = Extractor()
+    texts = ["Our data is 13 times larger than the quantum-only QM1B dataset.",
+             "We present seven datasets grouped by size: ToyMix, LargeMix and UltraLarge.",
+             "We search on NAS-Bench-201 and TransNAS-Bench-101.",
+             "We validate on real datasets with sketches including CountSketch."]
+    found = [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates}
+             for t in texts]
+    assert ("QM1B", "Dataset") in found[0]
+    assert {("ToyMix", "Dataset"), ("LargeMix", "Dataset"), ("UltraLarge", "Dataset")} <= found[1]
+    assert ("TransNAS-Bench-101", "Dataset") in found[2]
+    assert ("CountSketch", "Dataset") not in found[3]
+
+
+def test_nothing_is_found_inside_a_link():
+    ex = Extractor()
+    text = ("We study credit assignment. Code: [https://github.com/NJU-RL/ACORM]"
+            "(https://github.com/NJU-RL/ACORM) and www.example.org/LLM-GAN.")
+    assert {c.span.text for c in ex.extract_one(Paper("p", text)).candidates} == set()
+
+
 def test_versioned_model_names_keep_their_version_and_family():
     # Without the versioned-name rule these resolve to the bare families (LLaMA, Mistral):
     # nothing else in the sentences marks them as names.

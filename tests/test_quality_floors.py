@@ -1,7 +1,7 @@
 """Quality floors: precision and recall on every gold set, a little below what is measured.
 
 A change that quietly lowers extraction quality fails here. Per gold set the floors sit about
-0.03 under the figures in the README; pooled over all five sets (about 650 gold entities,
+0.03 under the figures in the README; pooled over all six sets (about 820 gold entities,
 so one rule family's worth of entities moves the figures) they sit 0.01-0.02 under, which is
 what catches a whole rule family switched off: each of kg's spaCy components but the terms
 (which the gold sets alone cannot show) fails a floor when disabled, as
@@ -19,22 +19,24 @@ from kg.evaluate import Counts, evaluate
 
 # gold set: (entity precision, entity recall, pairs F1, relation F1 or None)
 FLOORS = {
-    "seed": (0.83, 0.67, 0.86, None),
-    "dev": (0.74, 0.70, 0.85, None),
-    "test": (0.61, 0.62, 0.33, None),
-    "corl": (0.62, 0.58, 0.77, 0.55),
-    "icml": (0.66, 0.55, 0.64, 0.55),
+    "seed": (0.83, 0.68, 0.86, None),
+    "dev": (0.75, 0.72, 0.85, None),
+    "test": (0.61, 0.62, 0.35, None),
+    "corl": (0.62, 0.60, 0.77, 0.55),
+    "icml": (0.67, 0.56, 0.64, 0.56),
+    "xfield": (0.56, 0.60, 0.72, None),
 }
-POOLED = (0.71, 0.65)  # precision, recall over all sets
+POOLED = (0.69, 0.65)  # precision, recall over all sets
 # type: (precision, recall), pooled over all sets
 POOLED_TYPES = {
-    "Method": (0.76, 0.67), "Model": (0.83, 0.79), "Dataset": (0.93, 0.78),
-    "Hardware": (0.82, 0.82), "Technique": (0.68, 0.68), "Task": (0.60, 0.45),
-    "Metric": (0.69, 0.62),
+    "Method": (0.77, 0.65), "Model": (0.83, 0.81), "Dataset": (0.92, 0.80),
+    "Hardware": (0.82, 0.82), "Technique": (0.63, 0.66), "Task": (0.62, 0.51),
+    "Metric": (0.73, 0.70),
 }
 # The rule families (spaCy components) each of which the floors must notice when switched off.
 # Not kg_terms: on the gold sets alone (no second paper to share a pending term) it is neutral
-# (pooled F1 0.690 with it, 0.691 without), so no floor that is not the figure itself sees it.
+# (pooled F1 over the five older sets 0.690 with it, 0.691 without), so no floor that is not
+# the figure itself sees it.
 FAMILIES = ("kg_versions", "kg_acronyms", "kg_proposals", "kg_context_names", "kg_tasks",
             "kg_links")
 

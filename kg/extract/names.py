@@ -74,6 +74,11 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
             out.append(Candidate(span, "Metric", "context-metric", None, 0.6))
         elif HARDWARE_CONTEXT.match(after) and re.search(r"\d", token):
             out.append(Candidate(span, "Hardware", "context-hardware", None, 0.7))
+        elif not NUMBER_FORMAT.match(token) and _dataset_evidence(
+                token, before, after, listed, text[d.sentence_of(m.start()).start:m.start()]):
+            # before the size and CamelCase tests: "the QM1B dataset", "TransNAS-Bench-101"
+            out.append(Candidate(span, "Dataset", "context-dataset", None, 0.7))
+            last_dataset_end = m.end()
         elif SIZE.search(token) or (MODEL_AFTER.match(after) and not token.isupper()):
             out.append(Candidate(span, "Model", "context-model", None, 0.65))
         elif CAMEL.match(token) and token not in CAMEL_STOP:
@@ -81,13 +86,25 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
             out.append(Candidate(span, "Method", "named-entity", None, 0.5))
         elif NUMBER_FORMAT.match(token):
             continue
-        elif DATASET_AFTER.match(after) or (
-            (DATASET_BEFORE.search(before) or listed) and re.search(r"\d|Bench|bench|.QA$", token)
-        ):
-            out.append(Candidate(span, "Dataset", "context-dataset", None, 0.7))
-            last_dataset_end = m.end()
         elif re.match(r"\s+(?:baselines?|algorithms?|policy|policies|planners?|solvers?)\b",
                       after) and not NUMBER_FORMAT.match(token):
             # "surpasses the RVT baseline", "the PPO algorithm": a method by name
             out.append(Candidate(span, "Method", "context-method", None, 0.65))
     return out
+
+
+# "seven datasets …: ToyMix, LargeMix and UltraLarge", "benchmarks such as X and Y": names
+# listed right after the word datasets or benchmarks.
+DATASET_LIST = re.compile(r"\b(?:datasets|benchmarks)\b(?:(?!\b(?:with|using|via)\b)"
+                          r"[^.;:]){0,80}?(?::|\bsuch\s+as|\bincluding|\bnamely)\s*"
+                          r"(?:[A-Z][\w\-.]*\s*(?:,\s*and|,\s*or|,|and|or)\s*)*$")
+
+
+def _dataset_evidence(token: str, before: str, after: str, listed: bool, sentence: str) -> bool:
+    """Whether the words around a name (or the name itself) say it is a dataset."""
+    return bool(DATASET_AFTER.match(after) or re.search(r"Bench", token)
+                or ((DATASET_BEFORE.search(before) or listed)
+                    and re.search(r"\d|bench|.QA$", token))
+                or (("datasets" in sentence or "benchmarks" in sentence)
+                    and DATASET_LIST.search(sentence[-200:]) is not None))
+

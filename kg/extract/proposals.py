@@ -53,7 +53,8 @@ def _head_type(phrase: str) -> str:
     for word in re.findall(r"[A-Za-z][\w\-]*", phrase):
         if word.lower() in HEAD_STOP or (word.endswith("ly") and len(word) > 4):
             break
-        if words and word.endswith("ed") and len(word) > 4:  # "a … model guided by": head ends
+        if words and words[-1] not in ("a", "an", "the") and word.endswith("ed") and \
+                len(word) > 4:  # "a … model guided by": head ends; "An Advanced Dataset" not
             break
         words.append(word.lower())
     head = singular(words[-1]) if words else ""
@@ -64,17 +65,30 @@ def _head_type(phrase: str) -> str:
     return "Method"
 
 
+# A release number written apart from its name ("Mega-TTS 2, a …", "ROS 2 is"): part of the
+# name when punctuation or a verb follows, so "X 2 datasets" stays a count.
+VERSION_APART = re.compile(r"\s\d{1,2}(?:\.\d)?(?=[,;:)]|\.\s|\s+\(|\s+(?:is|are|was|can|could|"
+                           r"achieves?|outperforms?|uses?|improves?|enables?)\b)")
+# "we propose Decor, a variant of …": one capitalised word that an appositive describes.
+WORD_APPOSITIVE = re.compile(r"[A-Z][a-z]{2,}(?=\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an|the)\s)")
+
+
 def _name_at(text: str, pos: int) -> tuple[int, int] | None:
-    """A proposed name starting at ``pos``: a name token, or a Title Case run of 2–5 words."""
+    """A proposed name starting at ``pos``: a name token (with a release number written apart),
+    a Title Case run of 2–5 words, or one capitalised word an appositive describes."""
     m = NAME.match(text, pos)
     if not m:
         return None
     token = m.group(0)
     if is_name_token(token):
-        return m.start(), m.end()
+        version = VERSION_APART.match(text, m.end())
+        return m.start(), version.end() if version else m.end()
     run = re.match(r"(?:[A-Z][\w\-]*\s+){1,4}[A-Z][\w\-]*", text[pos:])
     if run and run.group(0).split()[0] not in STOP_NAMES:
         return pos, pos + run.end()
+    word = WORD_APPOSITIVE.match(text, pos)
+    if word and token not in STOP_NAMES:
+        return pos, word.end()
     return None
 
 def proposals(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> Proposals:
@@ -181,7 +195,8 @@ def _title_name(d: Document) -> list[tuple]:
     title = d.paper.title
     if not title:
         return []
-    head = re.match(r"\s*([A-Za-z][\w\-.]*(?:\s[A-Z][\w\-.]*){0,2})\s*:\s+(\S.*)", title)
+    head = re.match(r"\s*([A-Za-z][\w\-.]*(?:\s[A-Z][\w\-.]*){0,2}(?:\s\d{1,2}(?:\.\d)?)?)\s*:\s+"
+                    r"(\S.*)", title)
     if head and any(is_name_token(w) for w in head.group(1).split()):
         return [(head.start(1), head.end(1), _head_type(head.group(2)), head.group(2).strip(), 1)]
     return []

@@ -21,7 +21,12 @@ def clean_text(text: str) -> str:
     'we present         FasterCache  and (  RRS  )'
     """
     text = LATEX_CMD.sub(lambda m: " " * len(m.group(0)), text)
+    # A link names no entity of the paper: "github.com/NJU-RL/ACORM" is not reinforcement learning.
+    text = URL.sub(lambda m: " " * len(m.group(0)), text)
     return MARKUP.sub(" ", text)
+
+
+URL = re.compile(r"(?:https?://|www\.)[^\s)\]}>]+")
 
 
 def singular(word: str) -> str:
