@@ -104,6 +104,11 @@ def main() -> int:
     parser.add_argument("--fair-seconds", type=float, default=15.0)
     parser.add_argument("--cache-entries", type=int, default=256,
                         help="the server's answer cache (0: every request runs the query)")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="run only this saved query (repeatable)")
+    parser.add_argument("--queries", type=Path, metavar="DIR",
+                        help="read the saved queries from DIR/*.rq (e.g. an older version's, "
+                             "to compare on one server) instead of sparql/")
     args = parser.parse_args()
     print(f"answer cache: {args.cache_entries} entries"
           + (" (off: every request is evaluated)" if not args.cache_entries else
@@ -118,7 +123,11 @@ def main() -> int:
     try:
         paper = busiest_paper(server.url)
         queries = {}
-        for name, text in saved_queries().items():
+        saved = ({p.stem: p.read_text(encoding="utf-8") for p in sorted(args.queries.glob("*.rq"))}
+                 if args.queries else saved_queries())
+        for name, text in saved.items():
+            if args.only and name not in args.only:
+                continue
             for label, binds in variants(text, paper):
                 queries[f"{name} {label}"] = (text, binds)
 

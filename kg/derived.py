@@ -26,6 +26,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -149,8 +150,10 @@ def derived_facts(corpus: Corpus | AnalysisIndex, k: int = RELATED_K) -> Derived
 
 def _concept_counts(index: AnalysisIndex) -> tuple[ConceptCount, ...]:
     papers: dict[str, set[str]] = defaultdict(set)
+    # One read of a stored index's entity table, not a query per entity (0.55 s at 4,870).
+    entities = dict(index.entities.items())
     for eid, pids in index.entity_papers.items():
-        entity = index.entities.get(eid)
+        entity = entities.get(eid)
         if entity is None or not entity.concept:
             continue
         for iri in (entity.concept, *index.vocab.ancestors(entity.concept)):
@@ -203,11 +206,12 @@ def derived_triples(facts: DerivedFacts) -> Iterator[tuple[str, str, str]]:
     ['userCount>', 'userRank>']
     """
     kg, type_ = f"<{ONTOLOGY_NS}", f"<{RDF_NS}type>"
+    iri = functools.cache(entity_iri)  # (percent-encoding each entity once, not per fact)
     for position, pid in enumerate(facts.papers, 1):
         yield f"<{paper_iri(pid)}>", f"{kg}position>", _int(position)
     for u in facts.user_counts:
-        yield f"<{entity_iri(u.entity)}>", f"{kg}userCount>", _int(u.papers)
-        yield f"<{entity_iri(u.entity)}>", f"{kg}userRank>", _int(u.rank)
+        yield f"<{iri(u.entity)}>", f"{kg}userCount>", _int(u.papers)
+        yield f"<{iri(u.entity)}>", f"{kg}userRank>", _int(u.rank)
     for c in facts.concept_counts:
         yield f"<{c.concept}>", f"{kg}paperCount>", _int(c.papers)
         yield f"<{c.concept}>", f"{kg}paperRank>", _int(c.rank)
@@ -216,8 +220,8 @@ def derived_triples(facts: DerivedFacts) -> Iterator[tuple[str, str, str]]:
     for pair in facts.cooccurrence:
         node = _node("cooccurrence", pair.a, pair.b)
         yield node, type_, f"{kg}Cooccurrence>"
-        yield node, f"{kg}technique>", f"<{entity_iri(pair.a)}>"
-        yield node, f"{kg}technique>", f"<{entity_iri(pair.b)}>"
+        yield node, f"{kg}technique>", f"<{iri(pair.a)}>"
+        yield node, f"{kg}technique>", f"<{iri(pair.b)}>"
         yield node, f"{kg}papers>", _int(pair.papers)
         yield node, f"{kg}pairRank>", _int(pair.rank)
     yield from _related_triples(facts.related)
