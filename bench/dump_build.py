@@ -10,10 +10,12 @@ committed), then runs, in a fresh process, ``kg build FILE --where category=cs.L
 -o DIR --workers 2`` into a new DIR, with DATE chosen so about a tenth of the records is kept
 (synth.py gives a record cs.LG with probability 0.2298 and dates 37 minutes apart). It prints
 wall time, CPU time (the build and its worker processes), the peak RSS of the whole process
-tree (the sum over the build and its workers, sampled every 0.2 s), the largest single process
-(``ru_maxrss``, exact), the build's summary (papers, skipped records, what the filters dropped)
-and the load average, since the machine may be shared. ``--kg`` runs another checkout's kg on
-the same file (before/after). Figures, not assertions. Targets (issue 26): < 15 min, < 3 GB.
+tree (the sum over the build and its workers, sampled every 0.2 s) over the whole build and
+while it reads and extracts (until its worker pool has closed: the part streaming changes), the
+largest single process (``ru_maxrss``, exact), the build's summary (papers, skipped records,
+what the filters dropped) and the load average, since the machine may be shared. ``--kg``
+runs another checkout's kg on the same file (before/after). Figures, not assertions. Targets
+(issue 26): < 15 min, < 3 GB.
 """
 
 from __future__ import annotations
@@ -75,17 +77,29 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+def _children(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return fh.read().split()
+    except OSError:
+        return []
+
+
 def measure(cmd: list[str], env: dict) -> dict:
     """Run ``cmd``; wall and CPU seconds, peak RSS of its tree, and its output."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-    peak = [0]
+    peak, extracting, workers_seen = [0], [0], [False]
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], tree_rss(proc.pid))
+            rss, children = tree_rss(proc.pid), _children(proc.pid)
+            peak[0] = max(peak[0], rss)
+            if not workers_seen[0] or children:  # until the worker pool has closed
+                workers_seen[0] = workers_seen[0] or bool(children)
+                extracting[0] = max(extracting[0], rss)
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -96,7 +110,8 @@ def measure(cmd: list[str], env: dict) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"code": proc.returncode, "out": out, "err": err, "wall": wall,
             "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "tree_mb": peak[0] / 2**20, "max_process_mb": after.ru_maxrss / 1024}
+            "tree_mb": peak[0] / 2**20, "extracting_mb": extracting[0] / 2**20,
+            "max_process_mb": after.ru_maxrss / 1024}
 
 
 def main() -> int:
@@ -123,7 +138,8 @@ def main() -> int:
           f"--where category=cs.LG --since {since} --workers {args.workers}, kg from {args.kg}")
     print(f"  exit {got['code']}; wall {got['wall']:,.1f} s; CPU {got['cpu']:,.1f} s "
           f"(build + workers); peak RSS {got['tree_mb']:,.0f} MB (process tree, sampled), "
-          f"{got['max_process_mb']:,.0f} MB (largest process)")
+          f"{got['max_process_mb']:,.0f} MB (largest process); while reading and extracting "
+          f"(until the worker pool closed) {got['extracting_mb']:,.0f} MB")
     print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} before, "
           + "{:.2f} {:.2f} {:.2f} after".format(*os.getloadavg()))
     for line in got["out"].splitlines():
