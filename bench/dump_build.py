@@ -10,7 +10,7 @@ committed), then runs, in a fresh process, ``kg build FILE --where category=cs.L
 -o DIR --workers 2`` into a new DIR, with DATE chosen so about a tenth of the records is kept
 (synth.py gives a record cs.LG with probability 0.2298 and dates 37 minutes apart). It prints
 wall time, CPU time (the build and its worker processes), the peak RSS of the whole process
-tree (the sum over the build and its workers, sampled every 0.2 s) over the whole build and
+tree (the sum of PSS over the build and its workers, sampled every 0.2 s) over the whole build and
 while it reads and extracts (until its worker pool has closed: the part streaming changes), the
 largest single process (``ru_maxrss``, exact), the build's summary (papers, skipped records,
 what the filters dropped) and the load average, since the machine may be shared. ``--kg``
@@ -62,19 +62,29 @@ def since_for(n: int, keep: float) -> str:
 
 
 def tree_rss(pid: int) -> int:
-    """Bytes resident in ``pid`` and every descendant (from /proc)."""
+    """Bytes resident in ``pid`` and every descendant (from /proc): their PSS, so a page a
+    forked worker shares with its parent counts once, not once per process."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            with open(f"/proc/{p}/statm") as fh:
-                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                total += next(int(line.split()[1]) * 1024 for line in fh
+                              if line.startswith("Pss:"))
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as fh:
                     todo.extend(int(c) for c in fh.read().split())
-        except (OSError, ValueError):
+        except (OSError, ValueError, StopIteration):
             continue  # (a worker that just ended)
     return total
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
 
 
 def _children(pid: int) -> list[str]:
@@ -91,7 +101,7 @@ def measure(cmd: list[str], env: dict) -> dict:
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-    peak, extracting, workers_seen = [0], [0], [False]
+    peak, extracting, main, workers_seen = [0], [0], [0], [False]
 
     def sample() -> None:
         while proc.poll() is None:
@@ -100,6 +110,7 @@ def measure(cmd: list[str], env: dict) -> dict:
             if not workers_seen[0] or children:  # until the worker pool has closed
                 workers_seen[0] = workers_seen[0] or bool(children)
                 extracting[0] = max(extracting[0], rss)
+                main[0] = max(main[0], _rss(proc.pid))
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -111,6 +122,7 @@ def measure(cmd: list[str], env: dict) -> dict:
     return {"code": proc.returncode, "out": out, "err": err, "wall": wall,
             "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "tree_mb": peak[0] / 2**20, "extracting_mb": extracting[0] / 2**20,
+            "main_mb": main[0] / 2**20,
             "max_process_mb": after.ru_maxrss / 1024}
 
 
@@ -137,9 +149,10 @@ def main() -> int:
     print(f"kg build of {args.records:,} records ({path.stat().st_size / 2**20:,.0f} MB), "
           f"--where category=cs.LG --since {since} --workers {args.workers}, kg from {args.kg}")
     print(f"  exit {got['code']}; wall {got['wall']:,.1f} s; CPU {got['cpu']:,.1f} s "
-          f"(build + workers); peak RSS {got['tree_mb']:,.0f} MB (process tree, sampled), "
+          f"(build + workers); peak RSS {got['tree_mb']:,.0f} MB (process tree PSS, sampled), "
           f"{got['max_process_mb']:,.0f} MB (largest process); while reading and extracting "
-          f"(until the worker pool closed) {got['extracting_mb']:,.0f} MB")
+          f"(until the worker pool closed) {got['extracting_mb']:,.0f} MB, "
+          f"of which the build's own process {got['main_mb']:,.0f} MB (RSS)")
     print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} before, "
           + "{:.2f} {:.2f} {:.2f} after".format(*os.getloadavg()))
     for line in got["out"].splitlines():

@@ -1,8 +1,9 @@
 """Building a project: ``build``, ``add`` and ``remove``, each the same named steps.
 
-lock DIR → work out the target (the papers it is to hold, by content key) → extract what is
-not cached → resolve the corpus from the cache → write a new generation beside the current
-one (``kg.project.generation``) → commit it (CURRENT names it) and publish its exports.
+lock DIR → work out the target (the papers it is to hold, by content key; the papers given
+are read as a stream and what is not cached is extracted as they come: ``kg.project.extracting``)
+→ resolve the corpus from the cache → write a new generation beside the current one
+(``kg.project.generation``) → commit it (CURRENT names it) and publish its exports.
 
 >>> import tempfile
 >>> from kg.ingest import IngestOptions, read_inputs
