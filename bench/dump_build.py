@@ -11,7 +11,7 @@ committed), then runs, in a fresh process, ``kg build FILE --where category=cs.L
 (synth.py gives a record cs.LG with probability 0.2298 and dates 37 minutes apart). It prints
 wall time, CPU time (the build and its worker processes), the peak RSS of the whole process
 tree (the sum of PSS over the build and its workers, sampled every 0.2 s) over the whole build and
-while it reads and extracts (until its worker pool has closed: the part streaming changes), the
+while its extraction pool is up (the part streaming changes), the
 largest single process (``ru_maxrss``, exact), the build's summary (papers, skipped records,
 what the filters dropped) and the load average, since the machine may be shared. ``--kg``
 runs another checkout's kg on the same file (before/after). Figures, not assertions. Targets
@@ -95,20 +95,21 @@ def _children(pid: int) -> list[str]:
         return []
 
 
-def measure(cmd: list[str], env: dict) -> dict:
+def measure(cmd: list[str], env: dict, workers: int) -> dict:
     """Run ``cmd``; wall and CPU seconds, peak RSS of its tree, and its output."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    peak, extracting, main, workers_seen = [0], [0], [0], [False]
+    # (In the checkout's directory: `python -m` puts the working directory first on sys.path,
+    # before PYTHONPATH, so run from another checkout it would measure that one's kg.)
+    proc = subprocess.Popen(cmd, env=env, cwd=env["PYTHONPATH"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    peak, extracting, main = [0], [0], [0]
 
     def sample() -> None:
         while proc.poll() is None:
             rss, children = tree_rss(proc.pid), _children(proc.pid)
             peak[0] = max(peak[0], rss)
-            if not workers_seen[0] or children:  # until the worker pool has closed
-                workers_seen[0] = workers_seen[0] or bool(children)
+            if len(children) >= workers:  # the extraction pool is up
                 extracting[0] = max(extracting[0], rss)
                 main[0] = max(main[0], _rss(proc.pid))
             time.sleep(0.2)
@@ -145,13 +146,13 @@ def main() -> int:
     cmd = [sys.executable, "-m", "kg", "build", str(path), "--where", "category=cs.LG",
            "--since", since, "-o", str(out), "--workers", str(args.workers)]
     load = os.getloadavg()
-    got = measure(cmd, {**os.environ, "PYTHONPATH": str(args.kg.resolve())})
+    got = measure(cmd, {**os.environ, "PYTHONPATH": str(args.kg.resolve())}, args.workers)
     print(f"kg build of {args.records:,} records ({path.stat().st_size / 2**20:,.0f} MB), "
           f"--where category=cs.LG --since {since} --workers {args.workers}, kg from {args.kg}")
     print(f"  exit {got['code']}; wall {got['wall']:,.1f} s; CPU {got['cpu']:,.1f} s "
           f"(build + workers); peak RSS {got['tree_mb']:,.0f} MB (process tree PSS, sampled), "
-          f"{got['max_process_mb']:,.0f} MB (largest process); while reading and extracting "
-          f"(until the worker pool closed) {got['extracting_mb']:,.0f} MB, "
+          f"{got['max_process_mb']:,.0f} MB (largest process); while extracting "
+          f"(while the worker pool is up) {got['extracting_mb']:,.0f} MB, "
           f"of which the build's own process {got['main_mb']:,.0f} MB (RSS)")
     print(f"  load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} before, "
           + "{:.2f} {:.2f} {:.2f} after".format(*os.getloadavg()))
