@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError  # distributed's FutureCancelledError is one
 from contextlib import contextmanager
 from itertools import chain
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from kg.errors import KgError, ServiceError
 from kg.model import Extraction, Paper, compact, expand
-from kg.pipeline import extract_safely, extractor
+from kg.pipeline import chunked, extract_safely, extractor
 from kg.project import pipeline_version
 from kg.resolve import (
     Key,
@@ -143,7 +143,7 @@ def _why(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
-def extract_each(papers: Sequence[Paper], *, scheduler: str | None = None, workers: int = 2,
+def extract_each(papers: Iterable[Paper], *, scheduler: str | None = None, workers: int = 2,
                  on_progress: Callable[[int], None] | None = None,
                  trained_model: str | None = None,
                  connected: tuple | None = None) -> Iterator[Extraction | str]:
@@ -159,8 +159,24 @@ def extract_each(papers: Sequence[Paper], *, scheduler: str | None = None, worke
     >>> [e.paper.id for e in found] == [p.id for p in papers]
     True
     """
-    if not papers:
+    for paper, item in extract_stream(papers, scheduler=scheduler, workers=workers,
+                                      on_progress=on_progress, trained_model=trained_model,
+                                      connected=connected):
+        yield item if isinstance(item, str) else expand(paper, item)
+
+
+def extract_stream(papers: Iterable[Paper], *, scheduler: str | None = None, workers: int = 2,
+                   on_progress: Callable[[int], None] | None = None,
+                   trained_model: str | None = None,
+                   connected: tuple | None = None) -> Iterator[tuple[Paper, tuple | str]]:
+    """Each paper with its extraction made compact, or the message saying why it failed, in
+    input order (as ``kg.pipeline.extract_stream``), on the cluster as ``extract_each``.
+    ``papers`` may be a stream: partitions are cut from it as the window has room."""
+    papers = iter(papers)
+    first = next(papers, None)
+    if first is None:
         return
+    papers = chain([first], papers)
     if connected is not None:  # a session's (client, address)
         yield from _ordered(*connected, papers, on_progress, trained_model)
         return
@@ -168,14 +184,15 @@ def extract_each(papers: Sequence[Paper], *, scheduler: str | None = None, worke
         yield from _ordered(client, address, papers, on_progress, trained_model)
 
 
-def _ordered(client, address: str, papers: Sequence[Paper],
+def _ordered(client, address: str, papers: Iterable[Paper],
              on_progress: Callable[[int], None] | None,
-             trained_model: str | None) -> Iterator[Extraction | str]:
+             trained_model: str | None) -> Iterator[tuple[Paper, tuple | str]]:
     _wait_for_workers(client, address)
     # A bounded window of partitions in flight: enough to keep every worker busy while the
-    # oldest is collected, few enough that memory does not grow with the corpus.
+    # oldest is collected, few enough that memory does not grow with the corpus (the input
+    # is read only as the window has room).
     window = 2 * max(1, sum(client.nthreads().values())) + 1
-    parts = iter(partitions(papers, PARTITION))
+    parts = chunked(papers, PARTITION)
     pending: deque = deque()
     expected = _version()
     while True:
@@ -192,8 +209,7 @@ def _ordered(client, address: str, papers: Sequence[Paper],
                 f"the Dask workers of {address} run another kg or vocabulary (pipeline "
                 f"{version}; this kg is {expected}): install this kg on every worker, then "
                 "run the command again")
-        for paper, item in zip(part, found, strict=True):
-            yield item if isinstance(item, str) else expand(paper, item)
+        yield from zip(part, found, strict=True)
         if on_progress:
             on_progress(len(part))
 

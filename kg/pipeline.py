@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from kg.errors import InputError, StrictModeError
 from kg.exports import check_export_file
-from kg.ingest import IngestOptions, provisional_label, read_inputs
+from kg.ingest import IngestOptions, Tally, provisional_label, read_inputs, stream_papers
 from kg.io import merge_corpora, read_jsonl
 from kg.model import (  # (compact, expand: also kg.pipeline's, as they were)
     Corpus,
@@ -78,13 +80,22 @@ def _extract_chunk(papers: list[Paper]) -> list[tuple | str]:
     return [e if isinstance(e, str) else compact(e) for e in extract_safely(_WORKER, papers)]
 
 
-def _chunks(items: Sequence[Paper], size: int) -> Iterator[list[Paper]]:
-    for i in range(0, len(items), size):
-        yield list(items[i:i + size])
+CHUNK = 50  # papers per task of a worker process
+
+
+def chunked(items: Iterable, size: int) -> Iterator[list]:
+    """``items`` in lists of ``size`` (the last shorter), taken from ``items`` as needed.
+
+    >>> list(chunked(iter(range(5)), 2))
+    [[0, 1], [2, 3], [4]]
+    """
+    items = iter(items)
+    while part := list(islice(items, size)):
+        yield part
 
 
 def extract_all(
-    papers: Sequence[Paper],
+    papers: Iterable[Paper],
     workers: int = 1,
     on_progress: Callable[[int], None] | None = None,
     trained_model: str | None = None,
@@ -102,45 +113,76 @@ def extract_all(
                                            skipped))
 
 
-def _extract_each(papers: Sequence[Paper], workers: int,
+def _extract_each(papers: Iterable[Paper], workers: int,
                   on_progress: Callable[[int], None] | None, trained_model: str | None,
                   skipped: list[Skip] | None) -> list[Extraction]:
     out: list[Extraction] = []
-    for paper, item in zip(papers, extract_each(papers, workers, on_progress, trained_model),
-                           strict=True):
-        if isinstance(item, Extraction):
-            out.append(item)
+    for paper, found in extract_stream(papers, workers, on_progress, trained_model):
+        if not isinstance(found, str):
+            out.append(expand(paper, found))
         elif skipped is None:
-            raise InputError(f"{paper.source or paper.id}: {item}")
+            raise InputError(f"{paper.source or paper.id}: {found}")
         else:
-            skipped.append(Skip(paper.source or paper.id, item))
+            skipped.append(Skip(paper.source or paper.id, found))
     return out
 
 
-def extract_each(papers: Sequence[Paper], workers: int = 1,
+def extract_each(papers: Iterable[Paper], workers: int = 1,
                  on_progress: Callable[[int], None] | None = None,
                  trained_model: str | None = None) -> Iterator[Extraction | str]:
     """Each paper's Extraction (before the corpus-level step), in input order, or a message
-    saying why the extractor failed on that paper; ``workers > 1`` uses that many processes."""
-    chunk = 50
-    if workers <= 1 or len(papers) < 2 * chunk:
+    saying why the extractor failed on that paper; ``workers > 1`` uses that many processes.
+    ``papers`` may be a stream: it is read as extraction goes (``extract_stream``)."""
+    for paper, found in extract_stream(papers, workers, on_progress, trained_model):
+        yield found if isinstance(found, str) else expand(paper, found)
+
+
+def extract_stream(papers: Iterable[Paper], workers: int = 1,
+                   on_progress: Callable[[int], None] | None = None,
+                   trained_model: str | None = None) -> Iterator[tuple[Paper, tuple | str]]:
+    """Each paper with its extraction made compact (``kg.model.compact``), or the message
+    saying why the extractor failed on it, in input order.
+
+    ``papers`` is read as extraction goes: with ``workers > 1``, at most ``2 * workers + 1``
+    chunks of ``CHUNK`` papers are in flight, so a stream of any length is extracted in
+    bounded memory while its reading overlaps the extraction. Fewer than ``2 * CHUNK``
+    papers are extracted in this process (starting processes would cost more).
+
+    >>> from kg.ingest import stream_papers
+    >>> found = list(extract_stream(stream_papers(["examples/iclr2025-seed.txt"])))
+    >>> len(found), isinstance(found[0][1], tuple)
+    (19, True)
+    """
+    papers = iter(papers)
+    head = list(islice(papers, 2 * CHUNK)) if workers > 1 else []
+    if workers <= 1 or len(head) < 2 * CHUNK:
         ex = extractor(trained_model)
-        for part in _chunks(papers, chunk):
-            yield from extract_safely(ex, part)
+        for part in chunked(chain(head, papers), CHUNK):
+            for paper, found in zip(part, extract_safely(ex, part), strict=True):
+                yield paper, found if isinstance(found, str) else compact(found)
             if on_progress:
                 on_progress(len(part))
         return
-
-    done = 0
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
+    window = 2 * workers + 1  # enough to keep every worker busy while the oldest is collected
     with ctx.Pool(workers, initializer=_init_worker, initargs=(trained_model,)) as pool:
-        for part in pool.imap(_extract_chunk, _chunks(papers, chunk)):
-            for found in part:
-                paper = papers[done]
-                done += 1
-                yield found if isinstance(found, str) else expand(paper, found)
-            if on_progress:
-                on_progress(len(part))
+        pending: deque = deque()
+        # (Pool.imap would read the whole input ahead of the workers: its feeder thread
+        # consumes the iterable as fast as it can. A window keeps what is read bounded.)
+        for part in chunked(chain(head, papers), CHUNK):
+            pending.append((part, pool.apply_async(_extract_chunk, (part,))))
+            if len(pending) >= window:
+                yield from _collected(pending.popleft(), on_progress)
+        while pending:
+            yield from _collected(pending.popleft(), on_progress)
+
+
+def _collected(sent: tuple[list[Paper], Any], on_progress: Callable[[int], None] | None
+               ) -> Iterator[tuple[Paper, tuple | str]]:
+    part, result = sent
+    yield from zip(part, result.get(), strict=True)
+    if on_progress:
+        on_progress(len(part))
 
 
 def run(
@@ -238,9 +280,78 @@ class Papers(NamedTuple):
     skipped: tuple[Skip, ...]
 
 
+class PaperStream:
+    """The papers of ``inputs`` as they are read (iterate once), and the records skipped so
+    far (``skipped``: complete once the stream has ended). ``kg build`` and ``kg add`` extract
+    from it as it reads, so a dump is never held whole.
+
+    Raw inputs are streamed (``kg.ingest.stream_papers``: filters, ``--limit`` and duplicate
+    ids applied as they are read); an extraction JSONL or a `kg build` directory gives the
+    papers it was extracted from (read first, as a whole: they are a project's, not a dump).
+    When the stream ends, the ingest notices (and what the filters dropped) join ``notices``,
+    then ``strict`` makes any skip a StrictModeError, and no paper at all is an InputError.
+
+    >>> stream = PaperStream(["examples/iclr2025-seed.txt"])
+    >>> sum(1 for _ in stream), stream.skipped
+    (19, [])
+    """
+
+    def __init__(self, inputs: Iterable[str | Path], options: IngestOptions | None = None, *,
+                 strict: bool = False, notices: list[str] | None = None) -> None:
+        self.inputs, self.options, self.strict = list(inputs), options or IngestOptions(), strict
+        self.notices = notices if notices is not None else []
+        self.tally = Tally()
+        self.skipped: list[Skip] = self.tally.skipped  # (one list: the stream's skips, in order)
+
+    def __iter__(self) -> Iterator[Paper]:
+        raw: list[str | Path] = []
+        found: dict[str, Paper] = {}
+        for item in self.inputs:
+            path = Path(item)
+            if str(item) != "-" and (path.is_dir() or is_extraction_file(path)):
+                for result in load_corpus([path]).results:
+                    p = result.paper
+                    self._keep(found, replace(p, label=p.title or provisional_label(p.abstract)))
+            else:
+                raw.append(item)
+        yield from found.values()
+        kept = len(found)
+        for paper in stream_papers(raw, self.options, self.tally) if raw else ():
+            if paper.id in found:  # (the stream skips its own duplicates)
+                self._duplicate(paper, found[paper.id])
+                continue
+            kept += 1
+            yield paper
+        self._end(kept)
+
+    def _keep(self, found: dict[str, Paper], paper: Paper) -> None:
+        if paper.id in found:
+            self._duplicate(paper, found[paper.id])
+        else:
+            found[paper.id] = paper
+
+    def _duplicate(self, paper: Paper, first: Paper) -> None:
+        self.skipped.append(Skip(paper.source or paper.id, f"duplicate id {paper.id!r} (first "
+                                 f"at {first.source or first.id}); give each record a "
+                                 "unique id"))
+
+    def _end(self, kept: int) -> None:
+        summary = self.tally.summary()
+        self.notices.extend([*self.tally.notices, *([summary] if summary else [])])
+        if self.strict and self.skipped:
+            details = "\n".join(f"  {s.source}: {s.reason}" for s in self.skipped[:20])
+            raise StrictModeError(f"{len(self.skipped)} record(s) skipped (--strict):\n"
+                                  f"{details}")
+        if not kept:
+            details = "\n".join(f"  {s.source}: {s.reason}" for s in self.skipped[:20])
+            raise InputError("no papers to process" + (f":\n{details}" if details else
+                                                        " (the inputs are empty)"))
+
+
 def read_papers(inputs: Iterable[str | Path], options: IngestOptions | None = None, *,
                 strict: bool = False, notices: list[str] | None = None) -> Papers:
-    """The papers of ``inputs`` and the records skipped (``kg.read_papers``).
+    """The papers of ``inputs`` and the records skipped (``kg.read_papers``), all at once
+    (``PaperStream`` gives them as they are read).
 
     Raw inputs are ingested; an extraction JSONL or a `kg build` directory gives the papers it
     was extracted from (they are extracted again, or found in the project's cache). Duplicate
@@ -250,33 +361,6 @@ def read_papers(inputs: Iterable[str | Path], options: IngestOptions | None = No
     >>> len(papers), skipped
     (19, ())
     """
-    raw: list[str | Path] = []
-    found: list[Paper] = []
-    for item in inputs:
-        path = Path(item)
-        if str(item) != "-" and (path.is_dir() or is_extraction_file(path)):
-            found.extend(replace(p, label=p.title or provisional_label(p.abstract))
-                         for p in (r.paper for r in load_corpus([path]).results))
-        else:
-            raw.append(item)
-    ingested = read_inputs(raw, options or IngestOptions()) if raw else None
-    if ingested is not None and notices is not None:
-        notices.extend(ingested.notices)
-    papers: list[Paper] = []
-    skipped: list[Skip] = list(ingested.skipped) if ingested else []
-    seen: dict[str, str] = {}
-    for paper in [*found, *(ingested.papers if ingested else ())]:
-        if paper.id in seen:
-            skipped.append(Skip(paper.source or paper.id, f"duplicate id {paper.id!r} (first "
-                                f"at {seen[paper.id]}); give each record a unique id"))
-            continue
-        seen[paper.id] = paper.source or paper.id
-        papers.append(paper)
-    if strict and skipped:
-        details = "\n".join(f"  {s.source}: {s.reason}" for s in skipped[:20])
-        raise StrictModeError(f"{len(skipped)} record(s) skipped (--strict):\n{details}")
-    if not papers:
-        details = "\n".join(f"  {s.source}: {s.reason}" for s in skipped[:20])
-        raise InputError("no papers to process" + (f":\n{details}" if details else
-                                                    " (the inputs are empty)"))
-    return Papers(tuple(papers), tuple(skipped))
+    stream = PaperStream(inputs, options, strict=strict, notices=notices)
+    papers = tuple(stream)
+    return Papers(papers, tuple(stream.skipped))

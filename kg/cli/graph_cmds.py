@@ -15,7 +15,7 @@ from kg.cli.extract_cmds import MODELS, trained_model
 from kg.errors import InputError, KgError, NotFoundError
 from kg.exports import FORMATS, check_writable
 from kg.model import Corpus
-from kg.pipeline import read_papers
+from kg.pipeline import PaperStream
 from kg.progress import Progress, step
 from kg.rdf import PREFIXES
 from kg.server import ServerConfig
@@ -114,6 +114,7 @@ def _run_project(action, out_dir: Path, what, *, notices: list[str], skipped=(),
                 if not bars:
                     bars.append([Progress(total, "extracting").__enter__(), 0])
                     stack.callback(lambda: bars[0][1] < total and bars[0][0].__exit__())
+                bars[0][0].total = total  # (grows while a stream is read)
                 bars[0][0].update(done - bars[0][1])
                 bars[0][1] = done
                 if done >= total:  # the bar's last line, before the steps that follow
@@ -191,8 +192,8 @@ def build(inputs, ingest, strict, workers, out_dir, top, html, formats, engine, 
     on = _engine(engine, scheduler, model, out_dir)
     check_writable(out_dir)  # before the long part, not after it
     notices: list[str] = []
-    papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
-    _run_project(project.build, out_dir, papers, notices=notices, skipped=skipped,
+    papers = PaperStream(inputs, ingest, strict=strict, notices=notices)  # read as it builds
+    _run_project(project.build, out_dir, papers, notices=notices, skipped=papers.skipped,
                  workers=workers, formats=_formats(formats, html), top=top, inputs=inputs,
                  engine=on)
 
@@ -217,8 +218,8 @@ def add_cmd(directory, inputs, ingest, strict, workers, top, html, formats, engi
     project.open_project(directory)
     on = _engine(engine, scheduler, model, directory)
     notices: list[str] = []
-    papers, skipped = read_papers(inputs, ingest, strict=strict, notices=notices)
-    _run_project(project.add, directory, papers, notices=notices, skipped=skipped,
+    papers = PaperStream(inputs, ingest, strict=strict, notices=notices)  # read as it adds
+    _run_project(project.add, directory, papers, notices=notices, skipped=papers.skipped,
                  workers=workers, formats=_formats(formats, html), top=top, inputs=inputs,
                  engine=on)
 

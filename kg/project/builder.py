@@ -1,8 +1,9 @@
 """Building a project: ``build``, ``add`` and ``remove``, each the same named steps.
 
-lock DIR → work out the target (the papers it is to hold, by content key) → extract what is
-not cached → resolve the corpus from the cache → write a new generation beside the current
-one (``kg.project.generation``) → commit it (CURRENT names it) and publish its exports.
+lock DIR → work out the target (the papers it is to hold, by content key; the papers given
+are read as a stream and what is not cached is extracted as they come: ``kg.project.extracting``)
+→ resolve the corpus from the cache → write a new generation beside the current one
+(``kg.project.generation``) → commit it (CURRENT names it) and publish its exports.
 
 >>> import tempfile
 >>> from kg.ingest import IngestOptions, read_inputs
@@ -23,7 +24,6 @@ import fcntl
 import gc
 import json
 import os
-import pickle
 import shutil
 import sqlite3
 import uuid
@@ -44,8 +44,7 @@ from kg.fs import (
     write_json,
 )
 from kg.ingest import provisional_label
-from kg.model import Extraction, Paper, Skip, compact, expand
-from kg.pipeline import extract_each, extract_safely, extractor
+from kg.model import Paper, Skip
 from kg.project import (
     CHECK,
     FORMAT,
@@ -68,9 +67,14 @@ from kg.project import (
 )
 from kg.project.beside import store_worker
 from kg.project.cache import Cache, Resolved, cached_vocabulary, open_cache
+from kg.project.extracting import (
+    Reader,
+    extract_few,
+    extract_into,
+    pickled_extractor,
+)
 from kg.project.generation import Job, Previous, write_generation
 from kg.project.store import store_without
-from kg.resolve import prepare
 
 # "auto" writes every format up to AUTO_ALL_PAPERS papers; above, only extraction.jsonl:
 # each build would otherwise spend most of its time rewriting half a gigabyte of text (30 s
@@ -103,26 +107,27 @@ class Outcome:
     repaired: tuple[str, ...] = ()  # what was found damaged and rebuilt
 
 
-def build(directory: str | Path, papers: Sequence[Paper], **options: Any) -> Outcome:
+def build(directory: str | Path, papers: Iterable[Paper], **options: Any) -> Outcome:
     """Make the project at ``directory`` hold exactly ``papers`` (extracting only what is new
-    or changed; papers no longer given are removed)."""
-    return _update(Path(directory), lambda current: {p.id: p for p in papers},
-                   fresh=papers, **options)
+    or changed; papers no longer given are removed). ``papers`` may be a stream (such as
+    ``kg.pipeline.PaperStream``): it is read once, as extraction goes (``Reader``)."""
+    return _update(Path(directory), lambda current, read: read(papers), **options)
 
 
-def add(directory: str | Path, papers: Sequence[Paper], **options: Any) -> Outcome:
-    """Add ``papers`` to the project (a paper with an id already there replaces it)."""
-    def target(current: Mapping[str, str]) -> dict[str, Paper | str]:
-        return {**current, **{p.id: p for p in papers}}
+def add(directory: str | Path, papers: Iterable[Paper], **options: Any) -> Outcome:
+    """Add ``papers`` (a sequence or a stream) to the project (a paper with an id already
+    there replaces it)."""
+    def target(current: Mapping[str, str], read: Reader) -> dict[str, Paper | str]:
+        return {**current, **read(papers)}
 
-    return _update(Path(directory), target, fresh=papers, **options)
+    return _update(Path(directory), target, **options)
 
 
 def remove(directory: str | Path, ids: Iterable[str], **options: Any) -> Outcome:
     """Remove the papers ``ids`` with every fact and every entity no other paper supports."""
     ids = list(dict.fromkeys(ids))
 
-    def target(current: Mapping[str, str]) -> dict[str, Paper | str]:
+    def target(current: Mapping[str, str], read: Reader) -> dict[str, Paper | str]:
         unknown = [i for i in ids if i not in current]
         if unknown:
             raise InputError(f"{len(unknown)} id(s) not in {directory}: "
@@ -131,14 +136,13 @@ def remove(directory: str | Path, ids: Iterable[str], **options: Any) -> Outcome
         gone = set(ids)
         return {pid: key for pid, key in current.items() if pid not in gone}
 
-    return _update(Path(directory), target, fresh=(), must_exist=True, **options)
+    return _update(Path(directory), target, must_exist=True, **options)
 
 
 @dataclass(frozen=True)
 class _Options:
     """How a build runs (the keyword options of ``build``, ``add`` and ``remove``)."""
 
-    fresh: Sequence[Paper]
     formats: Sequence[str] | None = None
     workers: int = 1
     on_progress: Callable[[int, int], None] | None = None
@@ -156,6 +160,8 @@ class _Options:
 
 def _update(root: Path, target_of: Callable, **options: Any) -> Outcome:
     run = _Options(**options)
+    if run.engine not in ("local", "dask"):
+        raise InputError(f"engine {run.engine!r}: choose local or dask")
     try:
         with _no_collections(run.engine):
             return _update_locked(root, target_of, run)
@@ -225,8 +231,11 @@ def _update_locked(root: Path, target_of: Callable, run: _Options) -> Outcome:
         # (no model asked: the one the project was built with, not the rules alone)
         run = dataclasses.replace(run, trained_model=chosen_model(current, run.trained_model))
         pipeline = pipeline_version(run.trained_model)
-        with open_cache(meta) as (cache, moved):
-            target = _target(root, cache, current, target_of, pipeline, run.formats)
+        with open_cache(meta) as (cache, moved), contextlib.ExitStack() as stack:
+            reader = Reader(cache, pipeline, stack, workers=run.workers,
+                            on_progress=run.on_progress, trained_model=run.trained_model,
+                            engine=run.engine, scheduler=run.scheduler, few=FEW_PAPERS)
+            target = _target(root, cache, current, target_of, pipeline, run.formats, reader)
             if (current is not None and current.pipeline == pipeline and not damaged
                     and current.papers == target.keys and current.written == target.chosen
                     and published(root, current)):
@@ -234,11 +243,12 @@ def _update_locked(root: Path, target_of: Callable, run: _Options) -> Outcome:
                                                                         target.chosen),
                                noop=True)
             manifest, resolved, summary = _new_generation(root, cache, current, target,
-                                                          pipeline, run, fresh=bool(damaged))
+                                                          pipeline, run, reader,
+                                                          fresh=bool(damaged))
             prune(meta, cache, manifest, current)
     old = set(current.papers) if current else set()
     keys = target.keys
-    return Outcome(manifest.counts, len(target.todo),
+    return Outcome(manifest.counts, reader.extracted + len(target.todo),
                    added=tuple(sorted(set(keys) - old)),
                    removed=tuple(sorted(old - set(keys))),
                    changed=tuple(sorted(pid for pid in old & set(keys)
@@ -246,7 +256,7 @@ def _update_locked(root: Path, target_of: Callable, run: _Options) -> Outcome:
                    written=manifest.written,
                    notices=(*format_notice(target.asked, target.chosen),
                             *_repair_notice(current, damaged, moved, target.recovered)),
-                   skipped=resolved.skipped, repaired=(*moved, *damaged), **summary)
+                   skipped=reader.named(resolved.skipped), repaired=(*moved, *damaged), **summary)
 
 
 def _damage(root: Path, current: Manifest | None) -> tuple[str, ...]:
@@ -269,19 +279,19 @@ def _repair_notice(current: Manifest | None, damaged: Sequence[str], moved: Sequ
 
 
 def _target(root: Path, cache: Cache, current: Manifest | None, target_of: Callable,
-            pipeline: str, formats: Sequence[str] | None) -> _Target:
+            pipeline: str, formats: Sequence[str] | None, read: Reader) -> _Target:
     """The papers the new generation holds, by content key, and those to extract."""
     # A paper kept from the current generation is its content key: its Paper is read from
-    # the cache only when the pipeline changed (the key changes with it).
-    target: dict[str, Paper | str] = target_of(current.papers if current else {})
+    # the cache only when the pipeline changed (the key changes with it). A paper given is
+    # its key too once read (``read``), already under this pipeline.
+    target: dict[str, Paper | str] = target_of(current.papers if current else {}, read)
     recovered: dict[str, Paper] = {}
     if current is not None and current.pipeline != pipeline:
-        kept = {k: found[0] for k, found in cache.get(
-            [k for k in target.values() if isinstance(k, str)]).items()}
-        recovered = _recover(root, current, [pid for pid, p in target.items()
-                                             if isinstance(p, str) and p not in kept])
-        target = {pid: kept.get(p) or recovered.get(pid, p) if isinstance(p, str) else p
-                  for pid, p in target.items()}
+        old = {pid: p for pid, p in target.items()
+               if isinstance(p, str) and pid not in read.sources}
+        kept = {k: found[0] for k, found in cache.get(list(old.values())).items()}
+        recovered = _recover(root, current, [pid for pid, k in old.items() if k not in kept])
+        target.update((pid, kept.get(k) or recovered.get(pid, k)) for pid, k in old.items())
     keys = {pid: p if isinstance(p, str) else paper_key(p, pipeline)
             for pid, p in sorted(target.items())}
     if not keys:
@@ -329,14 +339,12 @@ def _recover(root: Path, current: Manifest | None, lost: Sequence[str]) -> dict[
 
 
 def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: _Target,
-                    pipeline: str, run: _Options, fresh: bool = False
+                    pipeline: str, run: _Options, reader: Reader, fresh: bool = False
                     ) -> tuple[Manifest, Resolved, dict]:
     """Extract, resolve and write the next generation, then commit and publish it; ``fresh``
     (the current one is damaged) reuses nothing of the current generation. A generation
     that fails is removed (once what was started beside this process has ended) before the
     error goes on: a reader never finds it."""
-    if run.engine not in ("local", "dask"):
-        raise InputError(f"engine {run.engine!r}: choose local or dask")
     meta = root / META
     previous_gen = meta / gen_name(current.generation) if current else None
     delta = (current is not None and current.pipeline == pipeline and not fresh
@@ -355,7 +363,7 @@ def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: 
                 trim = (worker.submit(store_without, previous_gen / "store", gen / "store",
                                       gone), frozenset(gone))
             preps = _extract_few(cache, target, pipeline, run)
-            resolved = _resolve(cache, target, pipeline, run, preps)
+            resolved = _resolve(cache, target, pipeline, run, preps, reader)
             job = Job(gen, current.generation + 1 if current else 1, pipeline, target.keys,
                       target.asked, target.chosen, None if fresh else current,
                       Previous(previous_gen, current) if delta else None, run.inputs,
@@ -388,20 +396,21 @@ def _extract_few(cache: Cache, target: _Target, pipeline: str, run: _Options) ->
 
 
 def _resolve(cache: Cache, target: _Target, pipeline: str, run: _Options,
-             preps: dict | None) -> Resolved:
-    """Extract what ``_extract_few`` left (locally, or on Dask) and resolve the corpus."""
+             preps: dict | None, reader: Reader) -> Resolved:
+    """Extract what ``_extract_few`` and the reader left (locally, or on Dask) and resolve
+    the corpus."""
     # On Dask, extraction and the resolution plan share one cluster session.
-    with (_dask_session(run.scheduler, run.workers) if run.engine == "dask"
-          else contextlib.nullcontext()) as cluster:
-        if preps is None:
-            extract_into(cache, target.todo, pipeline, run.workers, run.on_progress,
-                         run.trained_model, cluster=cluster)
-            if (run.engine == "local" and run.trained_model is None and target.todo
-                    and not cache.built("extractor", pipeline)):
-                _keep_extractor(cache, pipeline)
-        run.step(f"resolving entities across {len(target.keys):,} papers")
-        return Resolved(cache, target.keys, {p.id: p for p in run.fresh}, preps=preps,
-                        vocab=cached_vocabulary(cache, pipeline), plan_of=_cluster_plan(cluster))
+    cluster = reader.cluster() if run.engine == "dask" else None
+    if preps is None:
+        extract_into(cache, target.todo, pipeline, run.workers, run.on_progress,
+                     run.trained_model, cluster=cluster)
+        if (run.engine == "local" and run.trained_model is None
+                and (target.todo or reader.extracted) and not cache.built("extractor", pipeline)):
+            _keep_extractor(cache, pipeline)
+    run.step(f"resolving entities across {len(target.keys):,} papers")
+    # (No fresh Papers: the cache holds each as this run read it, or with the same content.)
+    return Resolved(cache, target.keys, {}, preps=preps,
+                    vocab=cached_vocabulary(cache, pipeline), plan_of=_cluster_plan(cluster))
 
 
 def _keep_extractor(cache: Cache, pipeline: str) -> None:
@@ -417,12 +426,6 @@ def _cluster_plan(cluster: tuple | None) -> Callable[[list], Any] | None:
     from kg.distributed import plan_on_cluster  # (Dask is imported only for --engine dask)
 
     return lambda preps: plan_on_cluster(preps, cluster[0])
-
-
-def _dask_session(scheduler: str | None, workers: int):
-    from kg import distributed  # (Dask is imported only for --engine dask)
-
-    return distributed.session(scheduler, workers)
 
 
 def asked_formats(formats: Sequence[str] | None, before: tuple[str, ...]) -> tuple[str, ...]:
@@ -530,80 +533,6 @@ def check_target(root: Path) -> None:
     if ours:
         raise ProjectError(f"{root}: has {', '.join(ours)} but no kg build record, so they "
                            "are not kg's to replace; choose an empty or new -o directory")
-
-
-# ------------------------------------------------------------------ extraction
-
-
-def extract_into(cache: Cache, papers: list[Paper], pipeline: str, workers: int,
-                 on_progress: Callable[[int, int], None] | None, trained_model: str | None, *,
-                 cluster: tuple | None = None) -> None:
-    """Extract ``papers`` and store each result (or failure) in the cache as it comes, so a
-    killed build keeps what it has done. ``cluster``, a ``kg.distributed.session``, extracts
-    on that Dask cluster instead of local processes."""
-    if not papers:
-        return
-    batch: list[tuple[str, Paper, tuple | str]] = []
-    done = 0
-
-    def progress(n: int) -> None:
-        nonlocal done
-        done += n
-        if on_progress:
-            on_progress(done, len(papers))
-
-    if cluster is not None:
-        from kg import distributed  # (Dask is imported only for --engine dask)
-
-        items = distributed.extract_each(papers, on_progress=progress,
-                                         trained_model=trained_model, connected=cluster)
-    else:
-        items = extract_each(papers, workers, progress, trained_model)
-    for row in cache_rows(papers, items, pipeline):
-        batch.append(row)
-        if len(batch) >= 500:
-            cache.put(batch)
-            batch = []
-    cache.put(batch)
-
-
-def cache_rows(papers: Sequence[Paper], items: Iterable, pipeline: str
-               ) -> Iterator[tuple[str, Paper, tuple | str]]:
-    """The cache row of each paper: its content key, the paper, and its extraction made
-    compact (or the message saying why extraction failed)."""
-    for paper, item in zip(papers, items, strict=True):
-        yield (paper_key(paper, pipeline), paper,
-               compact(item) if isinstance(item, Extraction) else item)
-
-
-def extract_few(papers: list[Paper], pipeline: str, trained_model: str | None,
-                built: bytes | None = None
-                ) -> tuple[list[tuple[str, Paper, tuple | str]], list[tuple[str, Any]],
-                           bytes | None]:
-    """The cache rows of ``papers``' extractions (in one process), the preps of those that
-    succeeded (made as ``Resolved`` would make them), and the default extractor pickled for
-    the cache when ``built`` (the cached one, if any) was not usable.
-
-    The pickled extractor saves only parsing the vocabulary (about 0.05 s): unpickling it
-    rebuilds the spaCy pipeline (its PhraseMatcher, about 0.3 s), as building does.
-    """
-    ex = fresh = None
-    if built:  # (only the default extractor is kept)
-        with contextlib.suppress(Exception):  # damaged, or from another Python: build it
-            ex = pickle.loads(built)
-    if ex is None:
-        ex = extractor(trained_model)
-        if trained_model is None:
-            with contextlib.suppress(Exception):  # (a cache, never a reason to fail)
-                fresh = pickled_extractor()
-    rows = list(cache_rows(papers, extract_safely(ex, papers), pipeline))
-    return rows, [(key, prepare(expand(paper, found), ex.vocab)) for key, paper, found in rows
-                  if not isinstance(found, str)], fresh
-
-
-def pickled_extractor() -> bytes:
-    """The default extractor, pickled for the cache (``extract_few`` unpickles it)."""
-    return pickle.dumps(extractor(None), 5)
 
 
 # ------------------------------------------------------------------ commit and publish
