@@ -271,13 +271,8 @@ def test_the_saved_cypher_query_gives_the_same_counts_in_a_real_neo4j(corl, corl
 
 
 def test_a_project_index_written_before_facets_were_kept_reads_the_papers(corl, tmp_path):
-    old = tmp_path / "old"
-    shutil.copytree(corl, old)
-    db = sqlite3.connect(project.open_project(old).generation / "index.sqlite")
-    with db:
-        assert db.execute("DELETE FROM meta WHERE k IN ('table:facets', 'table:facet_of')"
-                          ).rowcount == 2
-    db.close()
+    old = _copy_deleting(corl, tmp_path, "DELETE FROM meta WHERE k IN "
+                         "('table:facets', 'table:facet_of')", at_least=2)
     # (an index kg did not write is refused by the project check: read it unchecked)
     assert not project.open_project(old, check=False).index().facet_of
     assert (trends(project.open_project(old, check=False).index(), TECHNIQUES, by="venue")
@@ -306,13 +301,8 @@ def test_every_name_a_build_stored_counts_what_its_papers_give(corl, corl_corpus
 
 
 def test_an_index_without_stored_trend_counts_counts_the_postings(corl, tmp_path):
-    old = tmp_path / "old"
-    shutil.copytree(corl, old)
-    db = sqlite3.connect(project.open_project(old).generation / "index.sqlite")
-    with db:
-        assert db.execute("DELETE FROM results WHERE k LIKE '(''trend_count''%' "
-                          "OR k LIKE '(''facet_papers''%'").rowcount > 100
-    db.close()
+    old = _copy_deleting(corl, tmp_path, "DELETE FROM results WHERE k LIKE "
+                         "'(''trend_count''%' OR k LIKE '(''facet_papers''%'", at_least=101)
     stale = project.open_project(old, check=False).index()
     assert stored_trend(stale, "planning") is None
     now = project.open_project(corl).index()
@@ -331,3 +321,15 @@ def test_an_entity_id_counts_that_entity_alone_not_what_its_name_stored(corl, co
         pairs, trends(index, ids).series, trends(index, [n for n, _ in pairs]).series,
         strict=True) if sum(alone.counts) < sum(named.counts)]
     assert fewer
+
+
+def _copy_deleting(directory, tmp_path, sql, at_least):
+    """A copy of the project at ``directory`` whose index lost the rows ``sql`` deletes (at
+    least ``at_least`` of them), as an index written by an older kg lacks them."""
+    old = tmp_path / "old"
+    shutil.copytree(directory, old)
+    db = sqlite3.connect(project.open_project(old).generation / "index.sqlite")
+    with db:
+        assert db.execute(sql).rowcount >= at_least
+    db.close()
+    return old
