@@ -122,6 +122,7 @@ class _Worker:
     def __init__(self, graph: str, generation: str | None, updates: list[str],
                  allow_service: tuple[str, ...], epoch: int = 0) -> None:
         self.generation, self.epoch = generation, epoch
+        self._killing = threading.Lock()
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH")
@@ -166,15 +167,16 @@ class _Worker:
         return None
 
     def kill(self) -> None:
-        if self.process.returncode is not None:
-            with contextlib.suppress(OSError):
-                self._send.close()
-                self._recv.close()
-            return
-        self.process.kill()
-        self.process.wait(5)
-        self._send.close()
-        self._recv.close()
+        # Two threads may kill one worker at once (the server stopping while the request
+        # thread finds its worker dead): closing a connection twice at the same moment closed
+        # its descriptor twice (EBADF in `kg serve`'s stop, seen once in CI).
+        with self._killing:
+            if self.process.returncode is None:
+                self.process.kill()
+                self.process.wait(5)
+            for conn in (self._send, self._recv):
+                with contextlib.suppress(OSError):
+                    conn.close()
 
 
 @dataclass
