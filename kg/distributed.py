@@ -12,9 +12,6 @@ entity id.
 
 Without a scheduler address a ``LocalCluster`` (worker processes on 127.0.0.1) is started for
 the run and closed after it. Needs the extra: ``pip install 'kg[dask]'``.
-
->>> partitions(list(range(5)), 2)
-[[0, 1], [2, 3], [4]]
 """
 
 from __future__ import annotations
@@ -62,11 +59,6 @@ POLL = 1.0  # how often a wait checks that the cluster still has workers
 PLAN_PARTITION = 5_000
 
 INSTALL = "--engine dask needs Dask: pip install 'kg[dask]'"
-
-
-def partitions(items: Sequence, size: int) -> list[list]:
-    """``items`` cut into lists of ``size`` (the last may be shorter)."""
-    return [list(items[i:i + size]) for i in range(0, len(items), size)]
 
 
 def check_installed() -> None:
@@ -307,7 +299,7 @@ def plan_on_cluster(preps: Sequence[Prep], client, *, vocabulary: Path | None = 
     # Scattered: the preps go to the workers as data, not inside the task graph. The graph
     # holds only their keys: the futures must live until the results are in.
     parts = client.scatter([_Rows(part) for part in
-                            partitions(preps, -(-len(preps) // npartitions))], hash=False)
+                            chunked(preps, -(-len(preps) // npartitions))], hash=False)
     # Papers per term key → the recurring terms, which every partition reads for its kept.
     terms = delayed(_recurring)(_merged(_add_counts,
                                         [delayed(_term_counts)(part) for part in parts]))
