@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kg.errors import InputError
 from kg.fs import (  # (BuildRecord, read_record, sha256_file: also kg.exports API)
@@ -62,10 +63,13 @@ EDGE_COLUMNS = ("source", "target", "predicate", "evidence", "start", "end", "ru
 
 @dataclass(frozen=True)
 class Sources:
-    """What a format's writer reads: the corpus, and its RDF triples when a format needs them."""
+    """What a format's writer reads: the corpus, its RDF triples when a format needs them, and
+    what the technique map reads when the caller has it without the corpus
+    (``kg.viz.map_source.MapSource``: a project's stored index)."""
 
     corpus: Corpus | None
     triples: list | None
+    map: Any = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ def _write_extraction(src: Sources, paths: Sequence[Path]) -> None:
 def _write_html(src: Sources, paths: Sequence[Path]) -> str | None:
     from kg.viz import write_viz  # (the map's layout: only where graph.html is asked for)
 
-    summary = write_viz(src.corpus, paths[0])
+    summary = write_viz(src.map if src.map is not None else src.corpus, paths[0])
     return f"graph.html: {summary.notice}" if summary.notice else None
 
 
@@ -274,6 +278,7 @@ def write_exports(
     ready: Collection[str] = (),
     digests: Mapping[str, str] | None = None,
     counts: dict[str, int] | None = None,
+    map_source: Any = None,
 ) -> BuildRecord:
     """Write the export set of ``kg build`` into ``out_dir`` and finish with ``build.json``.
 
@@ -286,6 +291,8 @@ def write_exports(
     are recorded, not written: kg.project assembles extraction.jsonl and streams graph.nt)
     and passes the corpus ``counts`` (papers, entities, relations, skipped), and no
     ``corpus`` when no other file is asked for; ``digests`` are the sha256 of those it hashed.
+    A ``map_source`` (``kg.viz.map_source.MapSource``) is what graph.html's technique map is
+    drawn from instead of the corpus.
     """
     from kg import __version__, derived, rdf  # (kg.rdf: on use, as above)
 
@@ -306,7 +313,7 @@ def write_exports(
         step("RDF triples")  # with the derived facts the saved queries read, as in a project
         triples = rdf.corpus_triples(
             corpus, extra=derived.derived_triples(derived.derived_facts(corpus, k=0)))
-    sources = Sources(corpus, triples)
+    sources = Sources(corpus, triples, map_source)
     notices: list[str] = []
     for fmt in buildable:
         if not set(fmt.files) & wanted or set(fmt.files) <= set(ready):

@@ -18,7 +18,7 @@ import pickle
 import shutil
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, fields, replace
 from itertools import chain
@@ -33,7 +33,7 @@ from kg.analysis.index import (
     paper_features,
     paper_part,
 )
-from kg.analysis.stored import IndexWriter, clusters_rows
+from kg.analysis.stored import IndexWriter, clusters_rows, read_index
 from kg.errors import KgError, ProjectError
 from kg.exports import RDF_FILES, write_exports
 from kg.fs import write_json
@@ -42,6 +42,8 @@ from kg.project import JSONL, LINE_INDEX, Manifest, line_spans
 from kg.project.beside import wait
 from kg.project.cache import Resolved, chunked
 from kg.project.store import NewStore, derived_rdf, store_delta, update_derived
+from kg.viz.map import MAP_MIN_PAPERS
+from kg.viz.map_source import MapPaper, MapSource, PaperEvidence
 
 # Lines of graph.nt sorted in memory at a time when it is streamed (about 60 MB of them).
 NT_RUN_LINES = 250_000
@@ -301,9 +303,14 @@ class _Writer:
         # from every triple at once) are asked for too: holding them took 4.7 GB at 20,000
         # papers.
         self.stream_nt = "graph.nt" in chosen and not {"graph.ttl", "graph.jsonld"} & chosen
+        # graph.html's technique map is drawn from the index written first (its panels
+        # streamed from the per-paper rows), not from every result: at 20,000 papers the
+        # corpus and an index built over it took 700 MB.
+        self.stored_map = len(resolved.order) > MAP_MIN_PAPERS
         # Other files are written from every paper's result at once.
         self.corpus = (resolved.corpus() if chosen - {JSONL}
-                       - ({"graph.nt"} if self.stream_nt else set()) else None)
+                       - ({"graph.nt"} if self.stream_nt else set())
+                       - ({"graph.html"} if self.stored_map else set()) else None)
         # extraction.jsonl is assembled from lines, the unchanged papers' copied by byte range,
         # even when the corpus is loaded for another file (graph.html above 2,000 papers):
         # writing it whole from the corpus cost 0.55 s of CPU of every 50-paper add.
@@ -467,7 +474,9 @@ class _Writer:
                                counts={"papers": len(resolved.order),
                                        "entities": len(self.entities),
                                        "relations": sum(predicates.values()),
-                                       "skipped": len(resolved.skipped)})
+                                       "skipped": len(resolved.skipped)},
+                               map_source=(stored_map_source(job.gen / "index.sqlite")
+                                           if self.stored_map else None))
         manifest = Manifest(job.number, job.pipeline, job.keys, job.asked,
                             tuple(sorted(record.files)), dict(record.counts), resolved.digests,
                             self.entity_digests, self.concepts, resolved.failed,
@@ -476,6 +485,31 @@ class _Writer:
         return manifest, {"shared": tuple((e, n) for e, n in counts if n >= 2),
                           "entity_types": dict(Counter(e.type for e in self.entities.values())),
                           "predicates": dict(predicates)}
+
+
+def stored_map_source(index_path: Path) -> MapSource:
+    """What the technique map reads, from a generation's stored index: the papers from their
+    state rows, their evidence from their pairs rows, a row at a time (kg.viz.map_source)."""
+    def no_corpus():  # the map reads uses, the index's own settings
+        raise KgError("the technique map needs no corpus; please report this")
+
+    def rows(table: str) -> Iterator[tuple[str, Any]]:
+        db = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
+        try:  # (key order: the papers' order in the index, as in the corpus)
+            for k, v in db.execute(f'SELECT k, v FROM "{table}" ORDER BY k'):
+                yield k, pickle.loads(v)
+        finally:
+            db.close()
+
+    def papers() -> Iterator[MapPaper]:
+        for _, state in rows("state"):
+            yield MapPaper(Paper(*state.paper), state.mentioned, state.counted)
+
+    def evidence() -> Iterator[PaperEvidence]:
+        for pid, row in rows("pairs"):
+            yield PaperEvidence(pid, row["evidence"], row["confidence"], row["used"])
+
+    return MapSource(read_index(index_path, no_corpus), papers, evidence)
 
 
 def write_generation(job: Job, resolved: Resolved, worker: Executor | None = None,

@@ -44,6 +44,7 @@ from kg.viz.graph import (
     render_html,
 )
 from kg.viz.map import MAP_MIN_PAPERS, MapView, build_map, render_map_html
+from kg.viz.map_source import MapSource
 
 __all__ = [
     "DEFAULT_MAX_ENTITIES",
@@ -52,6 +53,7 @@ __all__ = [
     "TYPE_COLORS",
     "VIEWS",
     "GraphView",
+    "MapSource",
     "MapView",
     "VizSummary",
     "build_map",
@@ -98,7 +100,7 @@ VIEWS = ("auto", "map", "graph")
 
 
 def write_viz(
-    corpus: Corpus,
+    corpus: Corpus | MapSource,
     output: str | Path,
     *,
     technique: str | None = None,
@@ -113,7 +115,7 @@ def write_viz(
     ``include_mentions``: the technique view also shows papers that only mention it.
     ``view``: "map" (the technique map, kg.viz.map), "graph" (papers and entities) or "auto":
     the map above ``MAP_MIN_PAPERS`` papers, else the graph. ``technique``/``paper`` always
-    give their focused graph.
+    give their focused graph. A ``MapSource`` (a project's stored index) draws the map only.
 
     >>> from kg.pipeline import load_corpus
     >>> import tempfile, os
@@ -125,6 +127,9 @@ def write_viz(
         raise InputError(f"--view {view!r}: choose one of {', '.join(VIEWS)}")
     use_map = technique is None and paper is None and (
         view == "map" or (view == "auto" and len(corpus) > MAP_MIN_PAPERS))
+    if not use_map and isinstance(corpus, MapSource):
+        raise InputError("only the technique map is drawn from a project's index; "
+                         "give the corpus for the graph view")
     with _collector_paused():
         if use_map:
             m = build_map(corpus)

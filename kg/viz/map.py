@@ -28,9 +28,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kg.analysis import TECHNIQUE_TYPES, Cluster, PaperUse, clusters, entity_users, shared_each
+from kg.analysis import TECHNIQUE_TYPES, Cluster, clusters
 from kg.analysis.related_all import related_all
-from kg.model import Corpus, PaperResult
+from kg.model import Corpus, Paper
+from kg.viz.map_source import LAYER_TYPES, MapPaper, MapSource, Panel, Users, panels
 from kg.viz.page import render_page
 
 # networkx (0.2 s) and numpy are imported where the map is built, not when kg.viz is
@@ -38,7 +39,6 @@ from kg.viz.page import render_page
 
 MAP_MIN_PAPERS = 300  # above this many papers the default page is the map
 DEFAULT_MAP_NODES = 300
-LAYER_TYPES = ("Task", "Model", "Dataset")
 _LAYER_NODES = 40  # per optional layer
 _EDGES_PER_NODE = 3  # strongest associations drawn per node
 _RELATED = 5
@@ -89,8 +89,8 @@ def _is_http(url: str) -> bool:
     return url.lower().startswith(("https://", "http://"))
 
 
-def _paper_url(result: PaperResult) -> str | None:
-    url = result.paper.url or (result.paper.id if _is_http(result.paper.id) else None)
+def _paper_url(paper: Paper) -> str | None:
+    url = paper.url or (paper.id if _is_http(paper.id) else None)
     return url if url and _is_http(url) else None
 
 
@@ -102,46 +102,47 @@ RELATED_MAX_PAPERS = 20_000
 LIST_MAX = 100
 
 
-def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
+def build_map(corpus: Corpus | MapSource, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     """Techniques, their associations, clusters, layers and per-node paper lists.
 
-    At most ``max_nodes`` techniques are kept (most papers first; each used by at least two
-    papers when there are enough of those). The steps: choose the techniques and layers,
-    rank their associations and clusters, lay them out, then write the nodes, edges, clusters,
-    papers and facets.
+    ``corpus`` is a Corpus or a ``MapSource`` (a project's stored index: the same map without
+    holding every paper's result). At most ``max_nodes`` techniques are kept (most papers
+    first; each used by at least two papers when there are enough of those). The steps:
+    choose the techniques and layers, rank their associations and clusters, lay them out,
+    then write the nodes, edges, clusters, papers and facets.
     """
-    usage = Usage.of(corpus)
-    techniques = usage.top(corpus, TECHNIQUE_TYPES, max_nodes)
+    source = corpus if isinstance(corpus, MapSource) else MapSource.of(corpus)
+    usage = Users.of(source)
+    techniques = usage.top(TECHNIQUE_TYPES, max_nodes)
     co, assoc = _associations(usage, techniques)
-    groups = clusters(corpus)  # what `kg techniques` lists: the same function, same seed
+    groups = clusters(source.index)  # what `kg techniques` lists: the same function, same seed
     communities = _communities(groups, techniques, usage)
     # (techniques in no cluster are laid out as one more group, coloured as "other")
     cluster_of = {e: k for k, c in enumerate(communities) for e in c}
     kept = _thin(co, assoc)
     pos = _technique_positions(techniques, kept, assoc, communities, cluster_of, usage)
     # Optional layers sit near the techniques their papers use most.
-    layers = [e for t in LAYER_TYPES for e in usage.top(corpus, (t,), _LAYER_NODES)]
+    layers = [e for t in LAYER_TYPES for e in usage.top((t,), _LAYER_NODES)]
     pos.update(_layer_positions(layers, usage, set(techniques), pos))
     parts = _Parts(usage, frozenset(techniques), pos, cluster_of,
                    {eid: i for i, eid in enumerate(techniques + layers)},
-                   {r.paper.id: i for i, r in enumerate(usage.results)},
-                   _facets(usage.results), len(groups),
+                   _facets(usage.papers), len(groups),
                    {p.id: k for k, c in enumerate(groups) for p in c.papers},
-                   shared_each(corpus, techniques + layers, include_mentions=True))
-    view = MapView(title=f"Technique map of {len(usage.results):,} papers")
+                   panels(source, usage, techniques + layers))
+    view = MapView(title=f"Technique map of {len(usage.papers):,} papers")
     sentences: dict[int, dict[str, int]] = defaultdict(dict)
-    view.nodes = [_node(corpus, eid, parts, sentences) for eid in techniques + layers]
+    view.nodes = [_node(eid, parts, sentences) for eid in techniques + layers]
     view.edges = [{"from": parts.index_of[a], "to": parts.index_of[b],
                    "w": round(assoc[(a, b)], 3), "n": co[(a, b)]} for a, b in sorted(kept)]
     view.clusters = _cluster_rows(groups, communities, parts)
     view.cluster_note = _cluster_note(groups, techniques, parts)
-    view.papers = _paper_rows(corpus, parts, sentences)
+    view.papers = _paper_rows(source.index, parts, sentences)
     view.facets = [{"name": f["name"], "values": f["values"],
                     "totals": [sum(1 for v in f["of"] if v == value) for value in f["values"]],
                     "colors": [FACET_COLORS[j % len(FACET_COLORS)]
                                for j in range(len(f["values"]))]}
                    for f in parts.facets]
-    left = len([e for e in usage.used if corpus.entities[e].type in TECHNIQUE_TYPES]
+    left = len([e for e in usage.used if usage.entities[e].type in TECHNIQUE_TYPES]
                ) - len(techniques)
     if left > 0:
         view.notice = (f"The map shows the {len(techniques):,} techniques used by the most "
@@ -149,60 +150,21 @@ def build_map(corpus: Corpus, *, max_nodes: int = DEFAULT_MAP_NODES) -> MapView:
     return view
 
 
-@dataclass(frozen=True)
-class Usage:
-    """Which papers use which entity: ``used[eid]`` holds the indices of its papers."""
-
-    results: list[PaperResult]
-    used_ids: list[tuple[str, ...]]  # per paper, in mention order
-    used_sets: list[set[str]]
-    used: dict[str, set[int]]
-
-    @classmethod
-    def of(cls, corpus: Corpus) -> Usage:
-        """A paper uses an entity when it uses it or a narrower concept (``entity_users``:
-        the count `kg shared` and `kg techniques` give)."""
-        results = list(corpus)
-        order = {r.paper.id: i for i, r in enumerate(results)}
-        used: dict[str, set[int]] = defaultdict(set)
-        used_sets: list[set[str]] = [set() for _ in results]
-        for eid, pids in entity_users(corpus, (*TECHNIQUE_TYPES, *LAYER_TYPES)).items():
-            used[eid] = {order[pid] for pid in pids}
-            for i in used[eid]:
-                used_sets[i].add(eid)
-        # Those it names first, in mention order, then those it reaches through them.
-        used_ids = []
-        for r, ids in zip(results, used_sets, strict=True):
-            named = tuple(e for e in dict.fromkeys(r.used_ids) if e in ids)
-            used_ids.append(named + tuple(sorted(ids.difference(named))))
-        return cls(results, used_ids, used_sets, used)
-
-    def top(self, corpus: Corpus, types: tuple[str, ...], limit: int) -> list[str]:
-        """The ``limit`` entities of ``types`` most papers use (those of two papers or more
-        when there are enough of them)."""
-        entities, used = corpus.entities, self.used
-        ranked = sorted((eid for eid in used if entities[eid].type in types),
-                        key=lambda e: (-len(used[e]), entities[e].name.casefold(), e))
-        shared_ones = [e for e in ranked if len(used[e]) >= 2]
-        return (shared_ones if len(shared_ones) >= min(limit, 10) else ranked)[:limit]
-
-
 class _Parts(NamedTuple):
     """What the map's node, cluster and paper rows are written from."""
 
-    usage: Usage
+    usage: Users
     tech_set: frozenset[str]
     pos: dict[str, tuple[float, float]]  # techniques and layer entities
     cluster_of: dict[str, int]
     index_of: dict[str, int]  # entity -> node index
-    order: dict[str, int]  # paper id -> paper index
     facets: list[dict]
     n_clusters: int  # cluster_of beyond it: in no cluster
     cluster_of_paper: dict[str, int]  # paper id -> its cluster (papers in none left out)
-    panels: dict[str, list[PaperUse]]  # entity -> `kg shared ID --include-mentions`
+    panels: dict[str, Panel]  # entity -> `kg shared ID --include-mentions`
 
 
-def _associations(usage: Usage, techniques: list[str]
+def _associations(usage: Users, techniques: list[str]
                   ) -> tuple[Counter[tuple[str, str]], dict[tuple[str, str], float]]:
     """Co-use counts of the kept techniques, and each pair's Jaccard index."""
     tech_set = set(techniques)
@@ -216,14 +178,14 @@ def _associations(usage: Usage, techniques: list[str]
     return co, {(a, b): c / (len(used[a]) + len(used[b]) - c) for (a, b), c in co.items()}
 
 
-def _communities(groups: list[Cluster], techniques: list[str], usage: Usage
+def _communities(groups: list[Cluster], techniques: list[str], usage: Users
                  ) -> list[list[str]]:
     """Each technique in the cluster (of papers) most of its papers are in, ties to the
     bigger; one list per cluster, then those whose papers are in none."""
     of_paper = {p.id: k for k, c in enumerate(groups) for p in c.papers}
     out: list[list[str]] = [[] for _ in range(len(groups) + 1)]
     for eid in techniques:
-        votes = Counter(of_paper[pid] for pid in (usage.results[i].paper.id
+        votes = Counter(of_paper[pid] for pid in (usage.papers[i].paper.id
                                                   for i in usage.used[eid]) if pid in of_paper)
         out[min(votes, key=lambda k: (-votes[k], k)) if votes else len(groups)].append(eid)
     return out
@@ -246,7 +208,7 @@ def _thin(co: Counter[tuple[str, str]], assoc: dict[tuple[str, str], float]
 
 def _technique_positions(techniques: list[str], kept: set[tuple[str, str]],
                          assoc: dict[tuple[str, str], float], communities: list[list[str]],
-                         cluster_of: dict[str, int], usage: Usage
+                         cluster_of: dict[str, int], usage: Users
                          ) -> dict[str, tuple[float, float]]:
     import networkx as nx
 
@@ -260,7 +222,7 @@ def _technique_positions(techniques: list[str], kept: set[tuple[str, str]],
                             {e: 5 + 2.4 * math.sqrt(len(usage.used[e])) for e in techniques})
 
 
-def _layer_positions(layers: list[str], usage: Usage, tech_set: set[str],
+def _layer_positions(layers: list[str], usage: Users, tech_set: set[str],
                      pos: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
     """Each layer entity beside the (up to three) techniques its papers use most."""
     out: dict[str, tuple[float, float]] = {}
@@ -292,10 +254,9 @@ def _sentence_ref(sentences: dict[int, dict[str, int]], i: int, text: str) -> in
     return bank[text]
 
 
-def _node(corpus: Corpus, eid: str, parts: _Parts, sentences: dict[int, dict[str, int]]
-          ) -> dict:
+def _node(eid: str, parts: _Parts, sentences: dict[int, dict[str, int]]) -> dict:
     """A technique or layer node with its facet counts and its panel's paper lists."""
-    e = corpus.entities[eid]
+    e = parts.usage.entities[eid]
     is_tech = eid in parts.tech_set
     node: dict = {"id": parts.index_of[eid], "name": e.name, "type": e.type, "kg": eid,
                   "n": len(parts.usage.used[eid]),
@@ -316,24 +277,21 @@ def _node(corpus: Corpus, eid: str, parts: _Parts, sentences: dict[int, dict[str
 def _panel(eid: str, parts: _Parts, sentences: dict[int, dict[str, int]]) -> dict:
     """A node's panel: exactly the papers `kg shared NAME` lists (users), and apart from them
     those `kg shared NAME --include-mentions` adds (they only mention it)."""
-    uses = parts.panels[eid]
+    panel = parts.panels[eid]
     use_rows, mention_rows = [], []
     combined: Counter[int] = Counter()
     # It and its narrower techniques are not "combined with" it (the page's year filter
     # recounts "with" the same way, from the papers' techniques minus these).
-    targets = {x.entity.id for use in uses for x in use.uses} | {eid}
-    others = parts.tech_set - targets  # (once per node, not once per paper)
-    for use in uses:
-        i = parts.order[use.paper.id]
-        hit = [u for u in use.uses if u.used]
-        u = hit[0] if hit else use.uses[0]
-        (use_rows if hit else mention_rows).append([i, u.evidence.text, round(u.confidence, 2)])
-        if hit:
+    others = parts.tech_set - panel.targets  # (once per node, not once per paper)
+    for i, text, confidence, used in panel.rows:
+        (use_rows if used else mention_rows).append([i, text, round(confidence, 2)])
+        if used:
             combined.update(parts.index_of[other]
                             for other in parts.usage.used_sets[i] & others)
-    out: dict = {"narrow": sorted(parts.index_of[t] for t in targets if t in parts.index_of)}
+    out: dict = {"narrow": sorted(parts.index_of[t] for t in panel.targets
+                                  if t in parts.index_of)}
     for key, rows in (("uses", use_rows), ("mentions", mention_rows)):
-        if len(parts.usage.results) > RELATED_MAX_PAPERS and len(rows) > LIST_MAX:
+        if len(parts.usage.papers) > RELATED_MAX_PAPERS and len(rows) > LIST_MAX:
             # A very large corpus lists the surest uses; `kg shared` lists them all.
             out[key + "Total"] = len(rows)
             rows = sorted(sorted(rows, key=lambda r: (-r[2], r[0]))[:LIST_MAX])
@@ -363,35 +321,34 @@ def _cluster_rows(groups: list[Cluster], communities: list[list[str]], parts: _P
 def _cluster_note(groups: list[Cluster], techniques: list[str], parts: _Parts) -> str:
     """Says that each paper is in one cluster (or none) while a technique's papers may be in
     several: its colour is that of the cluster most of them are in."""
-    papers = len(parts.usage.results)
+    papers = len(parts.usage.papers)
     clustered = sum(len(c.papers) for c in groups)
     spread = sum(1 for e in techniques if len({parts.cluster_of_paper.get(
-        parts.usage.results[i].paper.id) for i in parts.usage.used[e]} - {None}) > 1)
+        parts.usage.papers[i].paper.id) for i in parts.usage.used[e]} - {None}) > 1)
     return (f"Clusters of papers, as `kg techniques` lists them: each paper is in one cluster "
             f"or none ({clustered:,} of {papers:,} papers are in one). A technique takes the "
             f"colour of the cluster most of its papers are in; the papers of {spread:,} of the "
             f"{len(techniques):,} techniques shown belong to several clusters.")
 
 
-def _paper_rows(corpus: Corpus, parts: _Parts, sentences: dict[int, dict[str, int]]
-                ) -> list[dict]:
+def _paper_rows(index, parts: _Parts, sentences: dict[int, dict[str, int]]) -> list[dict]:
     """Every paper: metadata, its map techniques, the papers `kg related` ranks first."""
-    results = parts.usage.results
-    ranked = related_all(corpus, _RELATED) if len(results) <= RELATED_MAX_PAPERS else None
+    papers = parts.usage.papers
+    ranked = related_all(index, _RELATED) if len(papers) <= RELATED_MAX_PAPERS else None
+    order = {p.paper.id: i for i, p in enumerate(papers)} if ranked is not None else {}
     rows = []
-    for i, r in enumerate(results):
-        p = r.paper
-        url = _paper_url(r)
+    for i, (p, entity_ids, _) in enumerate(papers):
+        url = _paper_url(p)
         row: dict = {"id": p.id, "t": p.title or p.label or p.id, "v": p.venue, "y": p.year,
                      "u": url, "l": [x for x in p.links if x != url and _is_http(x)],
                      "c": parts.cluster_of_paper.get(p.id, -1) + 1}  # 0: in no cluster
         row = {k: v for k, v in row.items() if v}
         row["k"] = [parts.index_of[e] for e in dict.fromkeys(parts.usage.used_ids[i])
                     if e in parts.index_of]
-        row["m"] = [parts.index_of[e] for e in dict.fromkeys(r.entity_ids)
+        row["m"] = [parts.index_of[e] for e in dict.fromkeys(entity_ids)
                     if e in parts.index_of and e not in parts.usage.used_sets[i]]
         if ranked is not None:
-            row["r"] = [[parts.order[q], round(score, 3), names[:4]]
+            row["r"] = [[order[q], round(score, 3), names[:4]]
                         for q, score, names in ranked[p.id]]
         if sentences.get(i):
             row["s"] = list(sentences[i])
@@ -399,14 +356,14 @@ def _paper_rows(corpus: Corpus, parts: _Parts, sentences: dict[int, dict[str, in
     return rows
 
 
-def _facets(results: list[PaperResult]) -> list[dict]:
+def _facets(papers: list[MapPaper]) -> list[dict]:
     """Overlays the papers support: venue and year, when at least one paper has them."""
     out = []
-    venues = [venue_name(r.paper.venue) for r in results]
+    venues = [venue_name(p.paper.venue) for p in papers]
     if any(venues):
         out.append({"name": "venue", "of": venues,
                     "values": sorted({v for v in venues if v})})
-    years = [r.paper.year for r in results]
+    years = [p.paper.year for p in papers]
     if len({y for y in years if y}) > 1:
         out.append({"name": "year", "of": years, "values": sorted({y for y in years if y})})
     return out
