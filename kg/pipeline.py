@@ -156,8 +156,10 @@ def extract_stream(papers: Iterable[Paper], workers: int = 1,
     papers = iter(papers)
     head = list(islice(papers, 2 * CHUNK)) if workers > 1 else []
     if workers <= 1 or len(head) < 2 * CHUNK:
-        ex = extractor(trained_model)
+        ex = None  # (built for the first paper: a `kg remove` extracts none, and spaCy's
+        # import and the pipeline's construction cost it 2.7 s)
         for part in chunked(chain(head, papers), CHUNK):
+            ex = ex or extractor(trained_model)
             for paper, found in zip(part, extract_safely(ex, part), strict=True):
                 yield paper, found if isinstance(found, str) else compact(found)
             if on_progress:
