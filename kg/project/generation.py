@@ -17,6 +17,7 @@ import os
 import pickle
 import shutil
 import sqlite3
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
@@ -503,7 +504,13 @@ def stored_map_source(index_path: Path) -> MapSource:
 
     def papers() -> Iterator[MapPaper]:
         for _, state in rows("state"):
-            yield MapPaper(Paper(*state.paper), state.mentioned, state.counted)
+            # Only what the map shows (authors and keywords were half of what it kept).
+            p = Paper(*state.paper)
+            # Each row unpickles its own copy of every entity id: one string per id instead.
+            yield MapPaper(Paper(p.id, "", p.title, p.label, venue=p.venue, year=p.year,
+                                 url=p.url, links=p.links),
+                           tuple(map(sys.intern, state.mentioned)),
+                           tuple(map(sys.intern, state.counted)))
 
     def evidence() -> Iterator[PaperEvidence]:
         for pid, row in rows("pairs"):
