@@ -158,3 +158,17 @@ def test_the_saved_cypher_query_counts_the_papers_kg_shared_lists(corl, page_dat
         rows = json.loads(answer.stdout)
         rows = rows["rows"] if isinstance(rows, dict) else rows
         assert len({r["paper"] for r in rows}) == node["n"], node["name"]
+
+
+def test_the_map_a_build_draws_from_its_index_is_the_map_of_its_corpus(corl):
+    """Above MAP_MIN_PAPERS a build draws graph.html from the index it just wrote, never
+    holding every paper's result: the page must be the one drawn from the whole corpus."""
+    from kg.pipeline import load_corpus
+    from kg.project import open_project
+    from kg.project.generation import stored_map_source
+    from kg.viz import build_map, render_map_html
+
+    stored = stored_map_source(open_project(corl).generation / "index.sqlite")
+    assert len(stored) == 265
+    assert render_map_html(build_map(stored)) == render_map_html(
+        build_map(load_corpus([str(corl)])))
