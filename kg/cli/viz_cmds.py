@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from kg.cli.common import input_options, report_skips, show_progress
-from kg.viz import DEFAULT_MAX_ENTITIES, DEFAULT_RELATED, write_viz
+from kg.project import is_project, open_project
+from kg.viz import DEFAULT_MAX_ENTITIES, DEFAULT_RELATED, MAP_MIN_PAPERS, MapSource, write_viz
 
 
 @click.command()
@@ -46,12 +47,14 @@ def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, m
       kg viz examples/iclr2025-seed.txt --technique quantization -o quantization.html
       kg viz exports/ --paper p-32f6716951bc -o lotos.html
     """
-    from kg.pipeline import load_corpus  # spaCy behind it: not for `kg viz --help`
+    corpus = _project_map(inputs, view) if technique is None and paper_id is None else None
+    if corpus is None:
+        from kg.pipeline import load_corpus  # spaCy behind it: not for `kg viz --help`
 
-    notices: list[str] = []
-    corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
-                         options=ingest, notices=notices)
-    report_skips(corpus, notices)
+        notices: list[str] = []
+        corpus = load_corpus(inputs, strict=strict, workers=workers, progress=show_progress(),
+                             options=ingest, notices=notices)
+        report_skips(corpus, notices)
     summary = write_viz(corpus, output, technique=technique, paper=paper_id,
                         max_entities=max_entities, related=related, view=view,
                         include_mentions=include_mentions)
@@ -59,3 +62,13 @@ def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, m
                f"{summary.edges} links ({summary.bytes / 1e6:.1f} MB)", err=True)
     if summary.notice:
         click.echo(f"note: {summary.notice}", err=True)
+
+
+def _project_map(inputs: tuple[str, ...], view: str) -> MapSource | None:
+    """A project's stored map source when the page asked of it is its technique map: drawn
+    from its index, as its build drew graph.html, without reading every paper's result (at
+    100,000 papers those take gigabytes)."""
+    if len(inputs) != 1 or view == "graph" or not is_project(inputs[0]):
+        return None
+    source = open_project(inputs[0]).map_source()
+    return source if view == "map" or len(source) > MAP_MIN_PAPERS else None

@@ -58,8 +58,10 @@ import functools
 import hashlib
 import importlib
 import json
+import pickle
 import re
 import sqlite3
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -284,6 +286,11 @@ class Project:
 
         return read_index(self.generation / "index.sqlite", self.corpus)
 
+    def map_source(self):
+        """What the technique map reads (``kg.viz.map_source.MapSource``), from the stored
+        index: the map of any size of project without reading every paper's result."""
+        return stored_map_source(self.generation / "index.sqlite")
+
     def _cache(self):
         # (resolution is imported only by the commands that read the cache)
         from kg.project.cache import Cache
@@ -375,6 +382,41 @@ class Project:
                 if pid in wanted:
                     out[pid] = line
         return out
+
+
+def stored_map_source(index_path: Path):
+    """What the technique map reads, from a generation's stored index: the papers from their
+    state rows (kg.project.generation), their evidence from their pairs rows, a row at a
+    time (``kg.viz.map_source``)."""
+    from kg.analysis.stored import read_index  # (as in Project.index)
+    from kg.viz.map_source import MapPaper, MapSource, PaperEvidence  # (only to draw a map)
+
+    def no_corpus():  # the map reads uses, the index's own settings
+        raise KgError("the technique map needs no corpus; please report this")
+
+    def rows(table: str) -> Iterator[tuple[str, Any]]:
+        db = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
+        try:  # (key order: the papers' order in the index, as in the corpus)
+            for k, v in db.execute(f'SELECT k, v FROM "{table}" ORDER BY k'):
+                yield k, pickle.loads(v)
+        finally:
+            db.close()
+
+    def papers() -> Iterator[MapPaper]:
+        for _, state in rows("state"):
+            # Only what the map shows (authors and keywords were half of what it kept).
+            p = Paper(*state.paper)
+            # Each row unpickles its own copy of every entity id: one string per id instead.
+            yield MapPaper(Paper(p.id, "", p.title, p.label, venue=p.venue, year=p.year,
+                                 url=p.url, links=p.links),
+                           tuple(map(sys.intern, state.mentioned)),
+                           tuple(map(sys.intern, state.counted)))
+
+    def evidence() -> Iterator[PaperEvidence]:
+        for pid, row in rows("pairs"):
+            yield PaperEvidence(pid, row["evidence"], row["confidence"], row["used"])
+
+    return MapSource(read_index(index_path, no_corpus), papers, evidence)
 
 
 def is_project(directory: str | Path) -> bool:

@@ -17,9 +17,8 @@ import os
 import pickle
 import shutil
 import sqlite3
-import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, fields, replace
 from itertools import chain
@@ -34,17 +33,16 @@ from kg.analysis.index import (
     paper_features,
     paper_part,
 )
-from kg.analysis.stored import IndexWriter, clusters_rows, read_index
+from kg.analysis.stored import IndexWriter, clusters_rows
 from kg.errors import KgError, ProjectError
 from kg.exports import RDF_FILES, write_exports
 from kg.fs import write_json
 from kg.model import Corpus, Entity, Paper, PaperResult
-from kg.project import JSONL, LINE_INDEX, Manifest, line_spans
+from kg.project import JSONL, LINE_INDEX, Manifest, line_spans, stored_map_source
 from kg.project.beside import wait
 from kg.project.cache import Resolved, chunked
 from kg.project.store import NewStore, derived_rdf, store_delta, update_derived
 from kg.viz.map import MAP_MIN_PAPERS
-from kg.viz.map_source import MapPaper, MapSource, PaperEvidence
 
 # Lines of graph.nt sorted in memory at a time when it is streamed (about 60 MB of them).
 NT_RUN_LINES = 250_000
@@ -486,37 +484,6 @@ class _Writer:
         return manifest, {"shared": tuple((e, n) for e, n in counts if n >= 2),
                           "entity_types": dict(Counter(e.type for e in self.entities.values())),
                           "predicates": dict(predicates)}
-
-
-def stored_map_source(index_path: Path) -> MapSource:
-    """What the technique map reads, from a generation's stored index: the papers from their
-    state rows, their evidence from their pairs rows, a row at a time (kg.viz.map_source)."""
-    def no_corpus():  # the map reads uses, the index's own settings
-        raise KgError("the technique map needs no corpus; please report this")
-
-    def rows(table: str) -> Iterator[tuple[str, Any]]:
-        db = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
-        try:  # (key order: the papers' order in the index, as in the corpus)
-            for k, v in db.execute(f'SELECT k, v FROM "{table}" ORDER BY k'):
-                yield k, pickle.loads(v)
-        finally:
-            db.close()
-
-    def papers() -> Iterator[MapPaper]:
-        for _, state in rows("state"):
-            # Only what the map shows (authors and keywords were half of what it kept).
-            p = Paper(*state.paper)
-            # Each row unpickles its own copy of every entity id: one string per id instead.
-            yield MapPaper(Paper(p.id, "", p.title, p.label, venue=p.venue, year=p.year,
-                                 url=p.url, links=p.links),
-                           tuple(map(sys.intern, state.mentioned)),
-                           tuple(map(sys.intern, state.counted)))
-
-    def evidence() -> Iterator[PaperEvidence]:
-        for pid, row in rows("pairs"):
-            yield PaperEvidence(pid, row["evidence"], row["confidence"], row["used"])
-
-    return MapSource(read_index(index_path, no_corpus), papers, evidence)
 
 
 def write_generation(job: Job, resolved: Resolved, worker: Executor | None = None,
