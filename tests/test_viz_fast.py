@@ -137,3 +137,23 @@ def test_writing_a_page_pauses_the_cycle_collector_only_while_it_runs(tmp_path, 
     with pytest.raises(KgError):
         write_viz(seed_corpus, tmp_path / "c.html", technique="no such technique at all")
     assert gc.isenabled()
+
+
+def test_each_map_panel_lists_what_kg_shared_include_mentions_lists(iclr_slice):
+    """The panels are gathered in one pass over the papers' evidence, not by a `kg shared`
+    per node: the same papers in the same order, the same sentence, use or mention."""
+    from kg.analysis import shared
+    from kg.viz.map_source import MapSource, Users, panels
+
+    source = MapSource.of(iclr_slice)
+    users = Users.of(source)
+    ids = users.top(("Technique", "Method"), 40) + users.top(("Task",), 10)
+    found = panels(source, users, ids)
+    order = {p.paper.id: i for i, p in enumerate(users.papers)}
+    for eid in ids:
+        expected = []
+        for use in shared(iclr_slice, eid, include_mentions=True):
+            hit = [u for u in use.uses if u.used]
+            u = hit[0] if hit else use.uses[0]
+            expected.append((order[use.paper.id], u.evidence.text, u.confidence, bool(hit)))
+        assert found[eid].rows == expected, eid

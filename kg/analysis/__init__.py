@@ -249,34 +249,6 @@ def shared(corpus: Corpus, query: str, *, include_mentions: bool = False,
     return _paper_uses(index, index.entity_papers, query)
 
 
-def shared_each(corpus: Corpus, ids: Iterable[str], *, include_mentions: bool = False
-                ) -> dict[str, list[PaperUse]]:
-    """``shared(corpus, eid, include_mentions=...)`` for each entity id of ``ids`` (the map's
-    panels), from the one index of uses.
-
-    With mentions, a paper counts for every entity its result names: those lists are read
-    from the results here, the rest (evidence, confidence, names, order) is the same in both
-    indexes, so the whole second index is not built (0.4 s of CPU of the map at 4,870 papers).
-
-    >>> from kg.pipeline import run
-    >>> corpus = run(["examples/iclr2025-seed.txt"])
-    >>> each = shared_each(corpus, ["technique/caching"], include_mentions=True)
-    >>> each["technique/caching"] == shared(corpus, "technique/caching", include_mentions=True)
-    True
-    """
-    index = analysis_index(corpus)
-    papers: Mapping[str, Iterable[str]] = index.entity_papers
-    if include_mentions:
-        if isinstance(corpus, AnalysisIndex):  # (no results at hand: the second index)
-            return {eid: shared(corpus, eid, include_mentions=True) for eid in ids}
-        mentioned: dict[str, list[str]] = defaultdict(list)
-        for r in corpus.results:  # (as assemble_index counts them with mentions)
-            for eid in r.entity_ids:
-                mentioned[eid].append(r.paper.id)
-        papers = mentioned
-    return {eid: _paper_uses(index, papers, eid) for eid in ids}
-
-
 def _paper_uses(index: AnalysisIndex, entity_papers: Mapping[str, Iterable[str]], query: str
                 ) -> list[PaperUse]:
     """The papers ``entity_papers`` lists for ``query``'s targets, each with its uses."""
