@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from conftest import ROOT
 
 from kg import project
-from kg.analysis import shared, technique_counts
-from kg.analysis.stored import stored_trend, technique_targets
+from kg.analysis import analysis_index, shared, technique_counts
+from kg.analysis.stored import stored_trend, technique_targets, trend_tables
 from kg.cli import cli
 from kg.ingest import IngestOptions, read_inputs
 from kg.model import USE_PREDICATES, Corpus
@@ -333,3 +333,22 @@ def _copy_deleting(directory, tmp_path, sql, at_least):
         assert db.execute(sql).rowcount >= at_least
     db.close()
     return old
+
+
+def test_names_differing_in_case_only_are_listed_as_the_vocabulary_writes_them():
+    """An unlisted name in capitals ("PRETRAINING", from a title in capitals) counts the
+    same papers as the concept's label: `kg trends --rising` lists the label."""
+    from kg.model import Entity, Paper, PaperResult, Relation, Span
+
+    concept = "https://w3id.org/mlkg/concept/technique/pretraining"
+    entities = {"technique/pretraining": Entity("technique/pretraining", "Technique",
+                                                "pretraining", (), concept),
+                "method/pretraining": Entity("method/pretraining", "Method", "PRETRAINING")}
+    results = []
+    for i, eid in enumerate(["technique/pretraining", "method/pretraining"] * 2):
+        span = Span("PRETRAINING" if eid.startswith("method") else "pretraining", 0, 11)
+        paper = Paper(f"p{i}", "", span.text, year=2020 + i)
+        results.append(PaperResult(paper, ((eid, (span,)),), (
+            Relation(paper.id, "usesTechnique", eid, span, "test", 0.9),)))
+    ranked, _ = trend_tables(analysis_index(Corpus(tuple(results), entities)))
+    assert [name for name, _ in ranked] == ["pretraining"]

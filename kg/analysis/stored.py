@@ -161,14 +161,17 @@ def technique_targets(index: AnalysisIndex) -> list[tuple[str, frozenset[str]]]:
     learning" are one name."""
     wanted = set(TECHNIQUE_TYPES)
     concepts = index.vocab.concepts
-    names = set()
+    names, labels = set(), set()
     for eid in index.entity_papers:
         name, type_ = index.info.get(eid, ("", ""))
         if type_ in wanted:
             concept = concepts.get(index.entities[eid].concept or "")
             names.add(concept.pref_label if concept else name)
+            labels.update([concept.pref_label] if concept else [])
+    # Of names differing in case only, the vocabulary's label first: it is the one listed
+    # when they count the same papers ("pretraining", not a title's "PRETRAINING").
     return [(name, frozenset(analysis.shared_targets(index, name)[2]))
-            for name in sorted(names, key=lambda n: (n.casefold(), n))]
+            for name in sorted(names, key=lambda n: (n.casefold(), n not in labels, n))]
 
 
 def trend_tables(index: AnalysisIndex, facet_of: Mapping[str, int] | None = None
