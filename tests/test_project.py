@@ -304,52 +304,26 @@ def set_prebuilt(out: Path, pipeline: str, data: bytes) -> None:
     db.close()
 
 
-def test_a_few_new_papers_are_added_with_the_projects_cached_extractor_and_vocabulary(
-        tmp_path, monkeypatch):
-    from kg import pipeline, vocab
-    from kg.extract import Extractor
+def test_a_few_new_papers_are_added_with_the_projects_cached_vocabulary(tmp_path):
+    from kg import vocab
 
     papers = seed_papers()
     out = tmp_path / "p"
-    with monkeypatch.context() as patched:  # extracted as many papers are: a child pickles it
-        patched.setattr(builder, "FEW_PAPERS", 1)
-        project.build(out, papers[:13], formats=["jsonl"])
+    project.build(out, papers[:13], formats=["jsonl"])
     current = project.pipeline_version()
-    assert {name: p for name, (p, _) in prebuilt(out).items()} == {
-        "extractor": current, "vocabulary": current}
+    assert {name: p for name, (p, _) in prebuilt(out).items()} == {"vocabulary": current}
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("built it again although the project keeps it")
-
-    with monkeypatch.context() as patched:  # nothing built or parsed in this process before
-        patched.setattr(pipeline, "_EXTRACTORS", {})
-        patched.setattr(vocab, "_LOADED", {})
-        patched.setattr(Extractor, "__init__", refuse)
-        patched.setattr(vocab, "parse_vocabulary", refuse)
-        project.add(out, papers[13:15])
-    # Damaged copies, or another pipeline's, are built again (and replaced), never used.
+    project.add(out, papers[13:15])
+    # Damaged copies, or another pipeline's, are parsed again (and replaced), never used.
     set_prebuilt(out, current, b"not a pickle")
     project.add(out, papers[15:17])
-    assert {name: p for name, (p, _) in prebuilt(out).items()} == {
-        "extractor": current, "vocabulary": current}
-    set_prebuilt(out, "0.0.0+another", pickle.dumps("not an extractor"))
+    assert {name: p for name, (p, _) in prebuilt(out).items()} == {"vocabulary": current}
+    set_prebuilt(out, "0.0.0+another", pickle.dumps("not a vocabulary"))
     project.add(out, papers[17:])
     assert exports(out) == fresh(papers, tmp_path, ["jsonl"])
     kept = prebuilt(out)
-    assert kept["extractor"][0] == kept["vocabulary"][0] == current
-    assert isinstance(pickle.loads(kept["extractor"][1]), Extractor)
+    assert kept["vocabulary"][0] == current
     assert pickle.loads(kept["vocabulary"][1]) == vocab.load_vocabulary()
-
-
-def test_a_build_whose_extractor_pickling_fails_still_lands(tmp_path, monkeypatch):
-    def fail() -> bytes:
-        raise MemoryError("as if the child were killed")
-
-    monkeypatch.setattr(builder, "FEW_PAPERS", 1)
-    monkeypatch.setattr(builder, "pickled_extractor", fail)
-    project.build(tmp_path / "p", seed_papers()[:4], formats=["jsonl"])
-    assert "extractor" not in prebuilt(tmp_path / "p")
-    assert project.open_project(tmp_path / "p").corpus().results
 
 
 def test_cli_build_add_remove_and_queries_read_the_store(tmp_path):

@@ -67,12 +67,7 @@ from kg.project import (
 )
 from kg.project.beside import store_worker
 from kg.project.cache import Cache, Resolved, cached_vocabulary, open_cache
-from kg.project.extracting import (
-    Reader,
-    extract_few,
-    extract_into,
-    pickled_extractor,
-)
+from kg.project.extracting import Reader, extract_few, extract_into
 from kg.project.generation import Job, Previous, write_generation
 from kg.project.store import store_without
 
@@ -378,17 +373,14 @@ def _new_generation(root: Path, cache: Cache, current: Manifest | None, target: 
 
 
 def _extract_few(cache: Cache, target: _Target, pipeline: str, run: _Options) -> dict | None:
-    """Extract a few papers in this process (``FEW_PAPERS``) with the extractor the project
-    keeps pickled; returns every paper's prep (else None: ``_resolve`` extracts)."""
+    """Extract a few papers in this process (``FEW_PAPERS``: starting workers would cost
+    more); returns every paper's prep (else None: ``_resolve`` extracts)."""
     todo = target.todo
     if not (run.engine == "local" and 0 < len(todo) < FEW_PAPERS):
         return None
-    built = cache.built("extractor", pipeline) if run.trained_model is None else None
-    rows, made, new_built = extract_few(todo, pipeline, run.trained_model, built)
+    rows, made = extract_few(todo, pipeline, run.trained_model)
     cache.put(rows)
     cache.put_preps(made)
-    if new_built is not None:
-        cache.put_built("extractor", pipeline, new_built)
     preps = cache.preps(sorted(target.keys.values()))
     if run.on_progress:
         run.on_progress(len(todo), len(todo))
@@ -404,20 +396,10 @@ def _resolve(cache: Cache, target: _Target, pipeline: str, run: _Options,
     if preps is None:
         extract_into(cache, target.todo, pipeline, run.workers, run.on_progress,
                      run.trained_model, cluster=cluster)
-        if (run.engine == "local" and run.trained_model is None
-                and (target.todo or reader.extracted) and not cache.built("extractor", pipeline)):
-            _keep_extractor(cache, pipeline)
     run.step(f"resolving entities across {len(target.keys):,} papers")
     # (No fresh Papers: the cache holds each as this run read it, or with the same content.)
     return Resolved(cache, target.keys, {}, preps=preps,
                     vocab=cached_vocabulary(cache, pipeline), plan_of=_cluster_plan(cluster))
-
-
-def _keep_extractor(cache: Cache, pipeline: str) -> None:
-    """Keep the default extractor pickled, for the next `kg add` of a few papers (0.1 s of a
-    build that extracted many). A cache: its failing never fails the build."""
-    with contextlib.suppress(Exception):
-        cache.put_built("extractor", pipeline, pickled_extractor())
 
 
 def _cluster_plan(cluster: tuple | None) -> Callable[[list], Any] | None:

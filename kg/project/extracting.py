@@ -17,7 +17,6 @@ read (``Reader``), so a build never holds every Paper of a dump, only ids and ke
 from __future__ import annotations
 
 import contextlib
-import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain, islice
 from typing import Any
@@ -35,7 +34,7 @@ class Reader:
     read (each batch's rows stored as it ends, so a killed build keeps them). Of each paper
     only its id, content key and source (for messages) are kept, not its text: the cache
     holds the rest. Fewer than ``few`` new papers are left to the caller as Papers (a build
-    extracts them in its own process, with the pickled extractor: ``extract_few``).
+    extracts them in its own process: ``extract_few``).
 
     Its Dask session, if it starts one, is entered on ``stack``, for the plan to reuse."""
 
@@ -135,34 +134,14 @@ def cache_rows(papers: Sequence[Paper], items: Iterable, pipeline: str
                compact(item) if isinstance(item, Extraction) else item)
 
 
-def extract_few(papers: list[Paper], pipeline: str, trained_model: str | None,
-                built: bytes | None = None
-                ) -> tuple[list[tuple[str, Paper, tuple | str]], list[tuple[str, Any]],
-                           bytes | None]:
-    """The cache rows of ``papers``' extractions (in one process), the preps of those that
-    succeeded (made as ``Resolved`` would make them), and the default extractor pickled for
-    the cache when ``built`` (the cached one, if any) was not usable.
-
-    The pickled extractor saves only parsing the vocabulary (about 0.05 s): unpickling it
-    rebuilds the spaCy pipeline (its PhraseMatcher, about 0.3 s), as building does.
-    """
-    ex = fresh = None
-    if built:  # (only the default extractor is kept)
-        with contextlib.suppress(Exception):  # damaged, or from another Python: build it
-            ex = pickle.loads(built)
-    if ex is None:
-        ex = extractor(trained_model)
-        if trained_model is None:
-            with contextlib.suppress(Exception):  # (a cache, never a reason to fail)
-                fresh = pickled_extractor()
+def extract_few(papers: list[Paper], pipeline: str, trained_model: str | None
+                ) -> tuple[list[tuple[str, Paper, tuple | str]], list[tuple[str, Any]]]:
+    """The cache rows of ``papers``' extractions (in one process), and the preps of those
+    that succeeded (made as ``Resolved`` would make them)."""
+    ex = extractor(trained_model)
     rows = list(cache_rows(papers, extract_safely(ex, papers), pipeline))
     return rows, [(key, prepare(expand(paper, found), ex.vocab)) for key, paper, found in rows
-                  if not isinstance(found, str)], fresh
-
-
-def pickled_extractor() -> bytes:
-    """The default extractor, pickled for the cache (``extract_few`` unpickles it)."""
-    return pickle.dumps(extractor(None), 5)
+                  if not isinstance(found, str)]
 
 
 def dask_session(scheduler: str | None, workers: int):
