@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kg.cli.common import input_options, report_skips, show_progress
+from kg.progress import step
 from kg.project import is_project, open_project
 from kg.viz import DEFAULT_MAX_ENTITIES, DEFAULT_RELATED, MAP_MIN_PAPERS, MapSource, write_viz
 
@@ -58,8 +59,8 @@ def viz(inputs, ingest, strict, workers, output, technique, paper_id, related, m
     summary = write_viz(corpus, output, technique=technique, paper=paper_id,
                         max_entities=max_entities, related=related, view=view,
                         include_mentions=include_mentions)
-    click.echo(f"wrote {summary.path}: {summary.papers} papers, {summary.entities} entities, "
-               f"{summary.edges} links ({summary.bytes / 1e6:.1f} MB)", err=True)
+    click.echo(f"wrote {summary.path}: {summary.papers:,} papers, {summary.entities:,} entities, "
+               f"{summary.edges:,} links ({summary.bytes / 1e6:.1f} MB)", err=True)
     if summary.notice:
         click.echo(f"note: {summary.notice}", err=True)
 
@@ -71,4 +72,8 @@ def _project_map(inputs: tuple[str, ...], view: str) -> MapSource | None:
     if len(inputs) != 1 or view == "graph" or not is_project(inputs[0]):
         return None
     source = open_project(inputs[0]).map_source()
-    return source if view == "map" or len(source) > MAP_MIN_PAPERS else None
+    if view != "map" and len(source) <= MAP_MIN_PAPERS:
+        return None
+    if show_progress():
+        step(f"drawing the technique map of {len(source):,} papers from {inputs[0]}'s index")
+    return source
