@@ -5,7 +5,8 @@
 * ``(a:Entity)-[:CO_OCCURS {papers, sort_key, project}]->(b:Entity)``, ``a.id < b.id``:
   techniques used together, with the number of papers and the pair's place in
   ``kg.analysis.cooccurrence``'s order (what `kg techniques` lists) as text (``pair_sort_key``):
-  a query pages through an index on it instead of sorting every pair.
+  a query pages through an index on it instead of sorting every pair. The pairs are the RDF
+  ones (``kg.derived.pair_counts``: used together by 2 or more papers, the first 1,000).
 * ``(:Paper)-[:PROPOSES {used_by, users, how_used, rank}]->(:Entity)``: how many other papers
   relate to what a paper proposes (anything but PROPOSES, mentions included), the first
   ``PROPOSAL_USERS_TOP`` of them by id and how, and the proposal's place by that count —
@@ -17,11 +18,12 @@
   mentions), rank 1 first.
 
 The users, pairs and related papers are computed from kg's analysis API over the project's
-stored index (the same numbers the CLI prints; ``kg.derived`` computes the RDF ones from the
-same functions), all of them on every load: a paper added anywhere changes every rarity
-weight, so any related list may change. ``write_derived`` then writes all of them after a full
-load, and after a delta only what differs from the ``written_state`` of the last load: a
-delta's writes follow what changed. They carry no ``paper`` property, so they are never
+stored index (the numbers the CLI prints; users and pairs by the functions that give the RDF
+ones, ``kg.derived.user_counts`` and ``pair_counts``), all of them on every load: a paper
+added anywhere changes every rarity weight, so any related list may change. ``write_derived``
+then writes all of them after a full load, and after a delta only what differs from the
+``written_state`` of the last load: a delta's writes follow what changed. They carry no
+``paper`` property, so they are never
 counted as extracted relations.
 """
 
@@ -33,9 +35,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from kg import analysis
 from kg.analysis import analysis_index
 from kg.analysis.related_all import related_all
+from kg.derived import pair_counts, user_counts
 from kg.model import TECHNIQUE_TYPES
 from kg.neo4j.rows import chunks
 
@@ -205,11 +207,11 @@ def derived_facts(index) -> DerivedFacts:
     (True, True)
     """
     index = analysis_index(index)
-    counts = {e.id: n for e, n in analysis.technique_counts(index)}
+    counts = {c.entity: c.papers for c in user_counts(index)}
     users = tuple({"id": eid, "users": counts.get(eid, 0)} for eid in sorted(index.entities)
                   if index.entities[eid].type in TECHNIQUE_TYPES)
-    cooccurs = tuple({"a": a.id, "b": b.id, "papers": n, "sort_key": pair_sort_key(a.id, b.id, n)}
-                     for a, b, n in analysis.cooccurrence(index))
+    cooccurs = tuple({"a": c.a, "b": c.b, "papers": c.papers,
+                      "sort_key": pair_sort_key(c.a, c.b, c.papers)} for c in pair_counts(index))
     ranked = related_all(index, RELATED_TOP)
     # The score as `kg related --format json` gives it (RelatedPaper.as_dict rounds to 4).
     related = tuple({"paper": pid, "others": [other for other, _, _ in ranked[pid]],
