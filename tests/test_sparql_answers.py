@@ -100,16 +100,41 @@ def test_the_counting_queries_answer_as_their_plain_formulations(corl_store):
         assert fast == plain, name
 
 
+def same_rows(rows: list[tuple]) -> list[tuple]:
+    """papers-sharing-technique's rows as its plain formulation has them: its first five
+    columns, and ?via as a set (the plain GROUP_CONCAT joins names in no set order)."""
+    return [(*r[:5], sorted(value(r[5]).split(", "))) for r in rows]
+
+
 @pytest.mark.parametrize("technique", [None, "large language model", "reinforcement learning",
                                        "model compression", "imitation learning"])
 def test_papers_sharing_technique_answers_as_its_plain_formulation(corl_store, technique):
     binds = {"technique": technique} if technique else {}
-    fast = rows(corl_store, saved_queries()["papers-sharing-technique"], **binds)
-    assert fast == rows(corl_store, PLAIN["papers-sharing-technique"], **binds)
-    assert fast, technique
-    # Its rows come in the documented order although it has no final ORDER BY.
-    keys = [(-int(value(r[4])), value(r[2])) for r in fast]
+    plain = rows(corl_store, PLAIN["papers-sharing-technique"], **binds)
+    every = rows(corl_store, saved_queries()["papers-sharing-technique"], limit="10000", **binds)
+    assert same_rows(every) == same_rows(plain)
+    assert every, technique
+    # Every row says how many papers there are in all; the rows come in the documented order
+    # (most matches, then id) and each ?via lists names in order.
+    assert {value(r[6]) for r in every} == {str(len(plain))}
+    keys = [(-int(value(r[4])), value(r[2])) for r in every]
     assert keys == sorted(keys)
+    assert all(value(r[5]).split(", ") == sorted(value(r[5]).split(", ")) for r in every)
+
+
+def test_papers_sharing_technique_pages_with_limit_and_offset(corl_store):
+    query = saved_queries()["papers-sharing-technique"]
+    technique = "reinforcement learning"
+    every = rows(corl_store, query, technique=technique, limit="10000")
+    assert len(every) > 50
+    assert [r[:7] for r in rows(corl_store, query, technique=technique)] == [
+        r[:7] for r in every[:100]]  # the default page: the first 100
+    for limit, offset in (("7", "40"), ("30", "0"), ("1", str(len(every) - 1))):
+        page = rows(corl_store, query, technique=technique, limit=limit, offset=offset)
+        start = int(offset)
+        assert [r[:7] for r in page] == [r[:7] for r in every[start:start + int(limit)]]
+    assert rows(corl_store, query, technique=technique, offset=str(len(every))) == []
+    assert rows(corl_store, query, technique="no such technique at all") == []
 
 
 def test_related_papers_answers_as_its_plain_formulation(corl_store):
