@@ -44,6 +44,21 @@ SELECT ?technique ?paper ?id ?title (COUNT(DISTINCT ?entity) AS ?matches)
   OPTIONAL { ?paper rdfs:label ?l }
   BIND(COALESCE(?t, ?l, ?id) AS ?title)
 } GROUP BY ?technique ?paper ?id ?title ORDER BY DESC(?matches) ?id""",
+    "technique-trend": """
+SELECT ?technique ?year ?papers (COALESCE(?n, 0) AS ?using)
+       (ROUND(COALESCE(?n, 0) / ?papers * 1000000) / 1000000 AS ?share) WHERE {
+  { SELECT ?year (COUNT(DISTINCT ?any) AS ?papers) WHERE {
+      ?any a kg:Paper ; dcterms:issued ?issued .
+      BIND(SUBSTR(STR(?issued), 1, 4) AS ?year) } GROUP BY ?year }
+  OPTIONAL {
+    { SELECT ?technique ?year (COUNT(DISTINCT ?paper) AS ?n) WHERE {
+        { SELECT ?technique ?top WHERE {
+            BIND(LCASE(STR(COALESCE(?technique, "quantization"))) AS ?wanted)
+            ?top kg:labelKey ?wanted } }
+        ?entity (kg:concept/skos:broader*)? ?top .
+        ?paper kg:uses ?entity ; dcterms:issued ?when .
+        BIND(SUBSTR(STR(?when), 1, 4) AS ?year) } GROUP BY ?technique ?year } }
+} ORDER BY ?year""",
     "related-papers": """
 SELECT ?paper_id ?related ?related_id ?related_title ?score ?shared ?entities ?offset WHERE {
   { SELECT ?paper ?paper_id ?offset WHERE {
@@ -135,6 +150,15 @@ def test_papers_sharing_technique_pages_with_limit_and_offset(corl_store):
         assert [r[:7] for r in page] == [r[:7] for r in every[start:start + int(limit)]]
     assert rows(corl_store, query, technique=technique, offset=str(len(every))) == []
     assert rows(corl_store, query, technique="no such technique at all") == []
+
+
+@pytest.mark.parametrize("technique", [None, "reinforcement learning", "robot learning",
+                                       "no such technique at all"])
+def test_technique_trend_answers_as_its_plain_formulation(corl_store, technique):
+    binds = {"technique": technique} if technique else {}
+    fast = rows(corl_store, saved_queries()["technique-trend"], **binds)
+    assert fast == rows(corl_store, PLAIN["technique-trend"], **binds)
+    assert fast and all(int(value(r[2])) > 0 for r in fast)  # the papers of each year
 
 
 def test_related_papers_answers_as_its_plain_formulation(corl_store):
