@@ -135,17 +135,41 @@ def derived_facts(corpus: Corpus | AnalysisIndex, k: int = RELATED_K) -> Derived
     feature ``weights`` the saved related-papers query ranks with instead.
     """
     index = analysis_index(corpus)
-    users = tuple(UserCount(e.id, n, rank) for rank, (e, n)
-                  in enumerate(technique_counts(index), 1))
-    # The pairs a project's index stores (STORED_PAIRS, computed when it was written: the
-    # whole list costs 2 s at 4,870 papers and `kg techniques` shows the first ones).
-    pairs = tuple(Cooccurrence(a.id, b.id, n, rank) for rank, (a, b, n)
-                  in enumerate(cooccurrence(index, limit=STORED_PAIRS), 1)
-                  if n >= MIN_PAIR_PAPERS)
     weights = tuple(FeatureWeight(key, round(index.weight(key), 6))
                     for key in sorted(index.postings) if index.weight(key) > 0)
-    return DerivedFacts(users, _concept_counts(index), pairs, weights,
-                        _related(index, k) if k > 0 else (), k, tuple(sorted(index.papers)))
+    return DerivedFacts(user_counts(index), _concept_counts(index), pair_counts(index),
+                        weights, _related(index, k) if k > 0 else (), k,
+                        tuple(sorted(index.papers)))
+
+
+def user_counts(corpus: Corpus | AnalysisIndex) -> tuple[UserCount, ...]:
+    """Every technique/method some paper uses, with its users and place: what RDF
+    (``kg:userCount``) and Neo4j (``users``) both write, so both answer as ``kg techniques``.
+
+    >>> from kg.pipeline import run
+    >>> counts = user_counts(run(["examples/iclr2025-seed.txt"]))
+    >>> [c.rank for c in counts[:3]], counts[0].papers >= counts[-1].papers >= 1
+    ([1, 2, 3], True)
+    """
+    return tuple(UserCount(e.id, n, rank) for rank, (e, n)
+                 in enumerate(technique_counts(analysis_index(corpus)), 1))
+
+
+def pair_counts(corpus: Corpus | AnalysisIndex) -> tuple[Cooccurrence, ...]:
+    """The co-occurring pairs kept as facts, in RDF (``kg:Cooccurrence``) and Neo4j
+    (``CO_OCCURS``) alike: the first ``STORED_PAIRS`` of ``kg techniques``' ranking (those a
+    project's index stores, computed when it was written: the whole list costs 2 s at 4,870
+    papers), used together by ``MIN_PAIR_PAPERS`` or more papers. A pair of one paper links
+    nothing (about 70% of all pairs: writing them cost Neo4j loads 3 s at 4,870 papers).
+
+    >>> from kg.pipeline import run
+    >>> pairs = pair_counts(run(["examples/iclr2025-seed.txt"]))
+    >>> all(p.papers >= MIN_PAIR_PAPERS and p.a < p.b for p in pairs)
+    True
+    """
+    return tuple(Cooccurrence(a.id, b.id, n, rank) for rank, (a, b, n)
+                 in enumerate(cooccurrence(analysis_index(corpus), limit=STORED_PAIRS), 1)
+                 if n >= MIN_PAIR_PAPERS)
 
 
 def _concept_counts(index: AnalysisIndex) -> tuple[ConceptCount, ...]:

@@ -9,6 +9,7 @@ import csv
 import io
 import json
 
+import pyoxigraph as ox
 import pytest
 
 pytest.register_assert_rewrite("neo4j_fixtures")
@@ -17,6 +18,7 @@ from conftest import ROOT, SEED, paper_with  # noqa: E402
 from neo4j_fixtures import neo4j_env, run_kg, wipe  # noqa: E402
 
 from kg import project as kg_project  # noqa: E402
+from kg.derived import pair_counts  # noqa: E402
 from kg.errors import QueryError  # noqa: E402
 from kg.neo4j import (  # noqa: E402
     bind_params,
@@ -29,6 +31,7 @@ from kg.neo4j import (  # noqa: E402
     write_derived,
 )
 from kg.pipeline import load_corpus, read_papers  # noqa: E402
+from kg.sparql import saved_queries  # noqa: E402
 
 pytest_plugins = ["neo4j_fixtures"]
 pytestmark = pytest.mark.neo4j
@@ -132,19 +135,18 @@ def test_related_papers_rank_by_weight(demo_graph, ids):
     assert best["paper"] == rows[0]["paper"]
 
 
-def test_techniques_a_paper_uses_together_co_occur(demo_graph, ids):
-    rows = demo_graph("technique-cooccurrence", min_papers="1", limit="10000")
+def test_techniques_used_together_by_two_papers_or_more_co_occur(demo_graph, demo_project):
+    rows = demo_graph("technique-cooccurrence", limit="10000")
     pairs = {frozenset((r["technique"], r["with_technique"])): r["papers_together"]
              for r in rows}
-    # Adaptive Transformer Programs: attention mechanisms, for mechanistic interpretability.
-    assert pairs[frozenset(("attention mechanism", "mechanistic interpretability"))] == 1
-    assert all(r["papers_together"] >= 1 for r in rows)
-    counts = [r["papers_together"] for r in rows]
-    assert counts == sorted(counts, reverse=True)
-    # Pages: skip and limit walk the same order.
-    page = demo_graph("technique-cooccurrence", min_papers="1", skip="3", limit="4")
-    assert page == rows[3:7]
-    assert len(demo_graph("technique-cooccurrence", min_papers="50")) == 0
+    # Two of the 19 abstracts use attention mechanisms for in-context learning: the one pair
+    # of 2 papers. Pairs of one paper only are not written (nor in RDF: kg.derived.pair_counts).
+    assert pairs == {frozenset(("attention mechanism", "in-context learning")): 2}
+    index = kg_project.open_project(demo_project).index()
+    assert [(p.a, p.b, p.papers) for p in pair_counts(index)] == [
+        ("technique/attention-mechanism", "technique/in-context-learning", 2)]
+    assert demo_graph("technique-cooccurrence", min_papers="1", limit="10000") == rows
+    assert len(demo_graph("technique-cooccurrence", min_papers="3")) == 0
 
 
 def test_quantization_is_evaluated_on_wikitext2_with_llama_and_qwen(demo_graph, ids):
@@ -219,9 +221,8 @@ def test_kg_cypher_prints_json_and_csv(demo_graph, neo4j_conn, ids):
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
     assert [r["paper"] for r in rows] == [ids["rrs"]]
-    done = run_kg("cypher", "technique-cooccurrence", "--param", "min_papers=1",
-                  "--param", "limit=10000", env=env)
-    assert done.returncode == 0 and "mechanistic interpretability" in done.stdout
+    done = run_kg("cypher", "technique-cooccurrence", "--param", "limit=10000", env=env)
+    assert done.returncode == 0 and "in-context learning" in done.stdout
 
 
 def test_kg_cypher_reports_missing_and_unknown_parameters(neo4j_conn):
@@ -257,16 +258,17 @@ def _cli_json(*args: str) -> dict:
 
 def _numbers(query, directory) -> dict:
     """What the saved Cypher and the CLI say of a project: technique users, the co-occurring
-    pairs, and the related papers (with scores) of its first five papers."""
+    pairs (those RDF keeps too: 2 papers or more, the first 1,000), and the related papers
+    (with scores) of its first five papers."""
     cli = _cli_json("techniques", "--graph", str(directory), "-n", "100000")
-    pairs = cli["pairs"]
+    pairs = [p for p in cli["pairs"][:1000] if p["papers"] >= 2]
     papers = sorted(kg_project.open_project(directory).manifest.paper_digests)[:5]
     return {
         "users": ({t["id"]: t["papers"] for t in cli["techniques"]},
                   {r["id"]: r["papers"] for r in query("techniques", limit="100000")}),
         "pairs": ([(p["names"][0], p["names"][1], p["papers"]) for p in pairs],
                   [(r["technique"], r["with_technique"], r["papers_together"]) for r in query(
-                      "technique-cooccurrence", min_papers="1", limit=str(len(pairs)))]),
+                      "technique-cooccurrence", min_papers="1", limit="100000")]),
         "related": ({pid: [(r["id"], r["score"]) for r in _cli_json(
                         "related", pid, "--graph", str(directory))["related"]]
                      for pid in papers},
@@ -294,6 +296,15 @@ def test_saved_cypher_gives_the_cli_numbers_on_a_real_conference_after_a_delta(
     for what, (cli, cypher) in numbers.items():
         assert cli == cypher, what
     assert len(numbers["users"][0]) > 100 and len(numbers["pairs"][0]) > 100
+    # The same pairs and counts as the saved SPARQL query (one number, one function), and
+    # pages of the same order.
+    store = kg_project.open_project(out).store()
+    sparql = store.query(saved_queries()["technique-cooccurrence"],
+                         substitutions={ox.Variable("limit"): ox.Literal("100000")})
+    assert [(r["a_label"].value, r["b_label"].value, int(r["papers"].value)) for r in sparql
+            ] == numbers["pairs"][1]
+    assert query("technique-cooccurrence", skip="30", limit="7") == query(
+        "technique-cooccurrence", limit="100000")[30:37]
     # Every technique `kg shared` lists papers for: the same papers through Cypher.
     for name in ("reinforcement learning", "imitation learning", "diffusion model"):
         cli = {p["id"] for p in _cli_json("shared", name, "--graph", str(out))["papers"]}

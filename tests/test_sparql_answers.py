@@ -44,6 +44,21 @@ SELECT ?technique ?paper ?id ?title (COUNT(DISTINCT ?entity) AS ?matches)
   OPTIONAL { ?paper rdfs:label ?l }
   BIND(COALESCE(?t, ?l, ?id) AS ?title)
 } GROUP BY ?technique ?paper ?id ?title ORDER BY DESC(?matches) ?id""",
+    "technique-trend": """
+SELECT ?technique ?year ?papers (COALESCE(?n, 0) AS ?using)
+       (ROUND(COALESCE(?n, 0) / ?papers * 1000000) / 1000000 AS ?share) WHERE {
+  { SELECT ?year (COUNT(DISTINCT ?any) AS ?papers) WHERE {
+      ?any a kg:Paper ; dcterms:issued ?issued .
+      BIND(SUBSTR(STR(?issued), 1, 4) AS ?year) } GROUP BY ?year }
+  OPTIONAL {
+    { SELECT ?technique ?year (COUNT(DISTINCT ?paper) AS ?n) WHERE {
+        { SELECT ?technique ?top WHERE {
+            BIND(LCASE(STR(COALESCE(?technique, "quantization"))) AS ?wanted)
+            ?top kg:labelKey ?wanted } }
+        ?entity (kg:concept/skos:broader*)? ?top .
+        ?paper kg:uses ?entity ; dcterms:issued ?when .
+        BIND(SUBSTR(STR(?when), 1, 4) AS ?year) } GROUP BY ?technique ?year } }
+} ORDER BY ?year""",
     "related-papers": """
 SELECT ?paper_id ?related ?related_id ?related_title ?score ?shared ?entities ?offset WHERE {
   { SELECT ?paper ?paper_id ?offset WHERE {
@@ -100,16 +115,50 @@ def test_the_counting_queries_answer_as_their_plain_formulations(corl_store):
         assert fast == plain, name
 
 
+def same_rows(rows: list[tuple]) -> list[tuple]:
+    """papers-sharing-technique's rows as its plain formulation has them: its first five
+    columns, and ?via as a set (the plain GROUP_CONCAT joins names in no set order)."""
+    return [(*r[:5], sorted(value(r[5]).split(", "))) for r in rows]
+
+
 @pytest.mark.parametrize("technique", [None, "large language model", "reinforcement learning",
                                        "model compression", "imitation learning"])
 def test_papers_sharing_technique_answers_as_its_plain_formulation(corl_store, technique):
     binds = {"technique": technique} if technique else {}
-    fast = rows(corl_store, saved_queries()["papers-sharing-technique"], **binds)
-    assert fast == rows(corl_store, PLAIN["papers-sharing-technique"], **binds)
-    assert fast, technique
-    # Its rows come in the documented order although it has no final ORDER BY.
-    keys = [(-int(value(r[4])), value(r[2])) for r in fast]
+    plain = rows(corl_store, PLAIN["papers-sharing-technique"], **binds)
+    every = rows(corl_store, saved_queries()["papers-sharing-technique"], limit="10000", **binds)
+    assert same_rows(every) == same_rows(plain)
+    assert every, technique
+    # Every row says how many papers there are in all; the rows come in the documented order
+    # (most matches, then id) and each ?via lists names in order.
+    assert {value(r[6]) for r in every} == {str(len(plain))}
+    keys = [(-int(value(r[4])), value(r[2])) for r in every]
     assert keys == sorted(keys)
+    assert all(value(r[5]).split(", ") == sorted(value(r[5]).split(", ")) for r in every)
+
+
+def test_papers_sharing_technique_pages_with_limit_and_offset(corl_store):
+    query = saved_queries()["papers-sharing-technique"]
+    technique = "reinforcement learning"
+    every = rows(corl_store, query, technique=technique, limit="10000")
+    assert len(every) > 50
+    assert [r[:7] for r in rows(corl_store, query, technique=technique)] == [
+        r[:7] for r in every[:100]]  # the default page: the first 100
+    for limit, offset in (("7", "40"), ("30", "0"), ("1", str(len(every) - 1))):
+        page = rows(corl_store, query, technique=technique, limit=limit, offset=offset)
+        start = int(offset)
+        assert [r[:7] for r in page] == [r[:7] for r in every[start:start + int(limit)]]
+    assert rows(corl_store, query, technique=technique, offset=str(len(every))) == []
+    assert rows(corl_store, query, technique="no such technique at all") == []
+
+
+@pytest.mark.parametrize("technique", [None, "reinforcement learning", "robot learning",
+                                       "no such technique at all"])
+def test_technique_trend_answers_as_its_plain_formulation(corl_store, technique):
+    binds = {"technique": technique} if technique else {}
+    fast = rows(corl_store, saved_queries()["technique-trend"], **binds)
+    assert fast == rows(corl_store, PLAIN["technique-trend"], **binds)
+    assert fast and all(int(value(r[2])) > 0 for r in fast)  # the papers of each year
 
 
 def test_related_papers_answers_as_its_plain_formulation(corl_store):
