@@ -107,6 +107,21 @@ def test_a_proposed_name_keeps_its_release_number_and_a_plain_word_name_counts()
     assert ("FooBench 2", "Method") not in found[2] and ("FooBench 2", "Dataset") not in found[2]
 
 
+def test_a_name_written_in_capitals_is_proposed_whole_after_any_proposing_cue():
+    # Real ICLR 2024 sentences: "IN-CONTEXT PRETRAINING" was proposed as "PRETRAINING" (the
+    # first word was taken by the vocabulary and "we instead present" was no cue).
+    ex = Extractor()
+    texts = ["We instead present IN-CONTEXT PRETRAINING, a new approach where language models "
+             "are trained on a sequence of related documents.",
+             "We propose STEP-BACK PROMPTING to enable LLMs to do abstractions.",
+             "We hence propose WildFusion, a new approach to 3D-aware image synthesis.",
+             "We propose SAM for LLMs."]
+    found = [{c.span.text for c in ex.extract_one(Paper("p", t)).candidates
+              if c.rule == "proposed-name"} for t in texts]
+    assert found == [{"IN-CONTEXT PRETRAINING"}, {"STEP-BACK PROMPTING"}, {"WildFusion"},
+                     {"SAM"}]
+
+
 def test_a_title_case_title_names_its_task():
     ex = Extractor()
     paper = Paper("p", "We render faces from one image.",

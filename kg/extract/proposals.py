@@ -69,6 +69,9 @@ def _head_type(phrase: str) -> str:
 # name when punctuation or a verb follows, so "X 2 datasets" stays a count.
 VERSION_APART = re.compile(r"\s\d{1,2}(?:\.\d)?(?=[,;:)]|\.\s|\s+\(|\s+(?:is|are|was|can|could|"
                            r"achieves?|outperforms?|uses?|improves?|enables?)\b)")
+# "we present IN-CONTEXT PRETRAINING, a …": two to four words in capitals (the last not a
+# one- or two-letter word: "LLMS IN RL" is not cut at "IN").
+CAPS_RUN = re.compile(r"[A-Z][A-Z0-9\-]*(?:\s+[A-Z][A-Z0-9\-]*){1,3}(?<=[A-Z0-9]{3})(?![\w\-])")
 # "we propose Decor, a variant of …": one capitalised word that an appositive describes.
 WORD_APPOSITIVE = re.compile(r"[A-Z][a-z]{2,}(?=\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an|the)\s)")
 
@@ -81,6 +84,9 @@ def _name_at(text: str, pos: int) -> tuple[int, int] | None:
         return None
     token = m.group(0)
     if is_name_token(token):
+        caps = CAPS_RUN.match(text, m.start()) if token.isupper() else None
+        if caps:  # "IN-CONTEXT PRETRAINING": a name written in capitals, word by word
+            return m.start(), caps.end()
         version = VERSION_APART.match(text, m.end())
         return m.start(), version.end() if version else m.end()
     run = re.match(r"(?:[A-Z][\w\-]*\s+){1,4}[A-Z][\w\-]*", text[pos:])
