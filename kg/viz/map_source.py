@@ -23,7 +23,13 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from kg.analysis import TECHNIQUE_TYPES, analysis_index, entity_users, shared_targets
+from kg.analysis import (
+    TECHNIQUE_TYPES,
+    AnalysisIndex,
+    analysis_index,
+    entity_users,
+    shared_targets,
+)
 from kg.analysis.index import paper_part
 from kg.model import Corpus, Paper
 
@@ -51,7 +57,7 @@ class PaperEvidence(NamedTuple):
 class MapSource:
     """The uses index of a corpus and two passes over its papers (each call a new pass)."""
 
-    index: object  # kg.analysis.AnalysisIndex (a project's stored one, or built over a Corpus)
+    index: AnalysisIndex  # a project's stored one, or built over a Corpus
     papers: Callable[[], Iterable[MapPaper]]  # in the index's paper order
     evidence: Callable[[], Iterable[PaperEvidence]]  # any order
 
