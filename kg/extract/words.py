@@ -26,7 +26,8 @@ WORD = re.compile(r"[A-Za-z0-9][\w\-']*")
 
 PROPOSE_CUE = re.compile(
     r"\b(?:we|this\s+(?:paper|work)|our\s+(?:paper|work))\s+(?:(?:first|further|then|also|"
-    r"hereby|here|instead|therefore|thus|hence|now|finally|additionally)\s+)?(?:propose|introduce|present|develop|design|devise|build|create|release|"
+    r"hereby|here|instead|therefore|thus|hence|now|finally|additionally)\s+)?"
+    r"(?:propose|introduce|present|develop|design|devise|build|create|release|"
     r"construct|curate|contribute|offer|formulate)[sd]?\b",
     re.IGNORECASE,
 )
