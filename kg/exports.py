@@ -274,7 +274,7 @@ def write_exports(
     inputs: Sequence[str | Path] = (),
     on_step: Callable[[str], None] | None = None,
     triples: list | None = None,
-    n_triples: int | None = None,
+    n_triples: int | Callable[[], int] | None = None,
     ready: Collection[str] = (),
     digests: Mapping[str, str] | None = None,
     counts: dict[str, int] | None = None,
@@ -285,7 +285,8 @@ def write_exports(
     graph.ttl, graph.nt (sorted N-Triples), graph.jsonld, graph.graphml, nodes.csv, edges.csv,
     extraction.jsonl and (``html``) graph.html, each byte-identical for the same corpus;
     ``files`` names a subset to write instead. ``triples`` are the corpus's triples when the
-    caller has them already; ``n_triples`` their number when no file here needs them.
+    caller has them already; ``n_triples`` their number when no file here needs them (or what
+    counts them, asked when build.json is written).
     ``on_step`` is told the name of each step as it starts (for progress on a terminal).
     A caller that wrote some of ``files`` into ``out_dir`` itself names them ``ready`` (they
     are recorded, not written: kg.project assembles extraction.jsonl and streams graph.nt)
@@ -337,7 +338,8 @@ def write_exports(
                     "papers": len(corpus), "entities": len(corpus.entities),
                     "relations": sum(len(r.relations) for r in corpus.results),
                     "skipped": len(corpus.skipped)}),
-                "triples": len(triples) if triples is not None else n_triples},
+                "triples": (len(triples) if triples is not None
+                            else n_triples() if callable(n_triples) else n_triples)},
         files=written, inputs=tuple(_input_record(s) for s in inputs), notices=tuple(notices))
     with replacing(out_dir / RECORD) as tmp:
         _write_text(tmp, json.dumps(record.as_dict(), indent=2, ensure_ascii=False) + "\n")

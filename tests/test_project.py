@@ -657,3 +657,25 @@ def test_remove_takes_a_paper_by_the_words_of_its_label(tmp_path):
     assert result.exit_code == 0, result.output
     kept = project.open_project(out)
     assert kept.manifest.counts["papers"] == 18 and victim.id not in kept.index().papers
+
+
+@pytest.mark.parametrize("formats", [["jsonl", "html"], ALL])
+def test_a_map_drawn_beside_the_store_delta_is_the_map_of_a_fresh_build(
+        tmp_path, monkeypatch, formats):
+    """Above MAP_MIN_PAPERS a remove has the store worker rank the map's related papers and
+    update the derived facts while this process draws the rest of the map: every file and
+    the store's size must still be a fresh build's."""
+    import kg.viz
+
+    monkeypatch.setattr(generation, "MAP_MIN_PAPERS", 5)  # (a conference: 300)
+    monkeypatch.setattr(kg.viz, "MAP_MIN_PAPERS", 5)
+    papers = seed_papers()
+    out = tmp_path / "p"
+    project.build(out, papers, formats=formats)
+    gone = {papers[3].id, papers[11].id}
+    project.remove(out, sorted(gone))
+    kept = [p for p in papers if p.id not in gone]
+    assert exports(out) == fresh(kept, tmp_path, formats=formats)
+    record = json.loads((out / "build.json").read_text(encoding="utf-8"))
+    again = json.loads((tmp_path / "fresh-1" / "build.json").read_text(encoding="utf-8"))
+    assert record["counts"] == again["counts"]

@@ -62,7 +62,7 @@ import pickle
 import re
 import sqlite3
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -384,15 +384,29 @@ class Project:
         return out
 
 
-def stored_map_source(index_path: Path):
-    """What the technique map reads, from a generation's stored index: the papers from their
-    state rows (kg.project.generation), their evidence from their pairs rows, a row at a
-    time (``kg.viz.map_source``)."""
+def _map_index(index_path: Path):
     from kg.analysis.stored import read_index  # (as in Project.index)
-    from kg.viz.map_source import MapPaper, MapSource, PaperEvidence  # (only to draw a map)
 
     def no_corpus():  # the map reads uses, the index's own settings
         raise KgError("the technique map needs no corpus; please report this")
+
+    return read_index(index_path, no_corpus)
+
+
+def stored_related(index_path: Path) -> dict[str, list]:
+    """Each paper's related papers as the technique map lists them
+    (``kg.viz.map.map_related``), ranked over a generation's stored index."""
+    from kg.viz.map import map_related  # (only to draw a map)
+
+    return map_related(_map_index(index_path))
+
+
+def stored_map_source(index_path: Path, ranked: Callable[[], Mapping[str, list]] | None = None):
+    """What the technique map reads, from a generation's stored index: the papers from their
+    state rows (kg.project.generation), their evidence from their pairs rows, a row at a
+    time (``kg.viz.map_source``); ``ranked`` gives ``stored_related`` when it was computed
+    beside."""
+    from kg.viz.map_source import MapPaper, MapSource, PaperEvidence  # (only to draw a map)
 
     def rows(table: str) -> Iterator[tuple[str, Any]]:
         db = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
@@ -416,7 +430,7 @@ def stored_map_source(index_path: Path):
         for pid, row in rows("pairs"):
             yield PaperEvidence(pid, row["evidence"], row["confidence"], row["used"])
 
-    return MapSource(read_index(index_path, no_corpus), papers, evidence)
+    return MapSource(_map_index(index_path), papers, evidence, ranked)
 
 
 def is_project(directory: str | Path) -> bool:

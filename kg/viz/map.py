@@ -136,7 +136,7 @@ def build_map(corpus: Corpus | MapSource, *, max_nodes: int = DEFAULT_MAP_NODES)
                    "w": round(assoc[(a, b)], 3), "n": co[(a, b)]} for a, b in sorted(kept)]
     view.clusters = _cluster_rows(groups, communities, parts)
     view.cluster_note = _cluster_note(groups, techniques, parts)
-    view.papers = _paper_rows(source.index, parts, sentences)
+    view.papers = _paper_rows(source, parts, sentences)
     view.facets = [{"name": f["name"], "values": f["values"],
                     "totals": [sum(1 for v in f["of"] if v == value) for value in f["values"]],
                     "colors": [FACET_COLORS[j % len(FACET_COLORS)]
@@ -331,10 +331,18 @@ def _cluster_note(groups: list[Cluster], techniques: list[str], parts: _Parts) -
             f"{len(techniques):,} techniques shown belong to several clusters.")
 
 
-def _paper_rows(index, parts: _Parts, sentences: dict[int, dict[str, int]]) -> list[dict]:
+def map_related(index) -> dict[str, list[tuple[str, float, list[str]]]]:
+    """Each paper's related papers as the map lists them: the first ``kg related`` ranks."""
+    return related_all(index, _RELATED)
+
+
+def _paper_rows(source: MapSource, parts: _Parts, sentences: dict[int, dict[str, int]]
+                ) -> list[dict]:
     """Every paper: metadata, its map techniques, the papers `kg related` ranks first."""
     papers = parts.usage.papers
-    ranked = related_all(index, _RELATED) if len(papers) <= RELATED_MAX_PAPERS else None
+    ranked = None
+    if len(papers) <= RELATED_MAX_PAPERS:
+        ranked = source.ranked() if source.ranked else map_related(source.index)
     order = {p.paper.id: i for i, p in enumerate(papers)} if ranked is not None else {}
     rows = []
     for i, (p, entity_ids, _) in enumerate(papers):

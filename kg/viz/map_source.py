@@ -60,6 +60,9 @@ class MapSource:
     index: AnalysisIndex  # a project's stored one, or built over a Corpus
     papers: Callable[[], Iterable[MapPaper]]  # in the index's paper order
     evidence: Callable[[], Iterable[PaperEvidence]]  # any order
+    # Each paper's related papers as the map lists them (``kg.viz.map.map_related``), when
+    # a build ranked them beside its other steps; else the map ranks them itself.
+    ranked: Callable[[], Mapping[str, list]] | None = None
 
     def __len__(self) -> int:
         return self.index.n_papers
