@@ -41,7 +41,7 @@ from kg.model import Corpus, Entity, Paper, PaperResult
 from kg.project import JSONL, LINE_INDEX, Manifest, line_spans, stored_map_source, stored_related
 from kg.project.beside import wait
 from kg.project.cache import Resolved, chunked
-from kg.project.store import NewStore, derived_rdf, store_delta, store_derived
+from kg.project.store import NewStore, derived_rdf, store_delta, update_derived
 from kg.viz.map import MAP_MIN_PAPERS, RELATED_MAX_PAPERS
 
 # Lines of graph.nt sorted in memory at a time when it is streamed (about 60 MB of them).
@@ -511,20 +511,16 @@ def write_generation(job: Job, resolved: Resolved, worker: Executor | None = Non
         counts = writer.write_index(index, delta is not None)
         job.step("derived facts")  # (whole-corpus: they need the index just written)
         index_path = job.gen / "index.sqlite"
-        if delta is None:
-            derived = derived_rdf(index_path)
-        else:
-            # The worker ranks the map's related papers, then updates the store's derived
-            # facts (after its delta: it runs what it is given in turn), while this process
-            # draws the rest of the map: 1.0-1.3 s less of each add or remove at 4,870 papers.
-            if writer.stored_map and "graph.html" in job.chosen \
-                    and len(resolved.order) <= RELATED_MAX_PAPERS:
-                ranked = worker.submit(stored_related, index_path)
-                writer.ranked = lambda: wait(ranked)
-            derived_beside = worker.submit(store_derived, index_path, job.gen / "store")
-            # (RDF files hold the derived facts: then they are waited for here)
-            derived = (wait(derived_beside)[0] if nt is not None or RDF_FILES & set(job.chosen)
-                       else None)
+        if delta is not None and writer.stored_map and "graph.html" in job.chosen \
+                and len(resolved.order) <= RELATED_MAX_PAPERS:
+            # The store worker ranks the map's related papers, then adds the derived facts
+            # to the store after its delta (it runs what it is given in turn), while this
+            # process draws the rest of the map: remove 50 4.7 -> 3.3 s at 4,870 papers.
+            ranked = worker.submit(stored_related, index_path)
+            writer.ranked = lambda: wait(ranked)
+        derived = derived_rdf(index_path)
+        if delta is not None:
+            derived_beside = worker.submit(update_derived, job.gen / "store", derived)
         for sink in (store, nt):
             if sink is not None:
                 sink.add(derived)
@@ -536,7 +532,7 @@ def write_generation(job: Job, resolved: Resolved, worker: Executor | None = Non
     if delta is not None:
         def counted() -> int:  # the store's size once the worker is done with it
             return (job.current.counts["triples"] - wait(trim[0]) + wait(delta)
-                    + wait(derived_beside)[1])
+                    + wait(derived_beside))
 
         # (counted as build.json is written, after the map, unless graph.nt is checked)
         n_triples = counted() if nt is not None else counted

@@ -219,10 +219,3 @@ def update_derived(path: Path, triples: list[tuple[str, str, str]]) -> int:
     fsync_tree(path)
     return len(new) - len(gone)
 
-
-def store_derived(index_path: Path, path: Path) -> tuple[list[tuple[str, str, str]], int]:
-    """``derived_rdf`` of the index at ``index_path`` and ``update_derived`` of the store at
-    ``path`` with them: the derived facts and the change in the store's size."""
-    triples = derived_rdf(index_path)
-    return triples, update_derived(path, triples)
-
