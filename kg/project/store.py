@@ -218,4 +218,3 @@ def update_derived(path: Path, triples: list[tuple[str, str, str]]) -> int:
     del store
     fsync_tree(path)
     return len(new) - len(gone)
-
