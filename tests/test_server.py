@@ -706,3 +706,15 @@ def test_a_worker_that_crashes_is_reported_as_a_crash_not_a_timeout(graph_dir):
         assert pool.wait_idle(timeout=60) and count_papers(client(running)) > 0
     finally:
         running.stop()
+
+
+def test_a_worker_killed_while_it_loads_is_a_service_error_not_a_closed_handle(graph_dir):
+    """The pool closing kills a replacement that is still loading (its respawn thread then
+    waits on a closed connection): that is told as a ServiceError, which ends the thread."""
+    from kg.errors import ServiceError
+    from kg.server.pool import _Worker
+
+    worker = _Worker(str(graph_dir / "graph.ttl"), None, [], ())
+    worker.kill()
+    with pytest.raises(ServiceError, match="exited while loading"):
+        worker.wait_ready(5)

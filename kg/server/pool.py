@@ -147,14 +147,15 @@ class _Worker:
         return self._recv.recv()
 
     def wait_ready(self, timeout: float) -> int:
-        if not self.poll(timeout):
-            self.kill()
-            raise ServiceError(f"the SPARQL worker did not load the graph within {timeout:.0f} s")
         try:
-            status, value = self.recv()
-        except EOFError as exc:
+            loaded = self.poll(timeout)
+            status, value = self.recv() if loaded else (None, None)
+        except (EOFError, OSError) as exc:  # (OSError: killed meanwhile, as the pool closed)
             self.kill()
             raise ServiceError("the SPARQL worker exited while loading the graph") from exc
+        if not loaded:
+            self.kill()
+            raise ServiceError(f"the SPARQL worker did not load the graph within {timeout:.0f} s")
         if status != "ready":
             self.kill()
             raise ServiceError(f"cannot load the graph: {value}")
@@ -414,7 +415,8 @@ class QueryPool:
                         try:
                             fresh.wait_ready(self.load_timeout)
                         except ServiceError:
-                            time.sleep(1)
+                            if not self._closed:
+                                time.sleep(1)
                             continue
                     if self._closed:
                         fresh.kill()
