@@ -198,13 +198,21 @@ _DERIVED_NOW = f"""CONSTRUCT {{ ?s ?p ?o }} WHERE {{
            ?s a ?c ; ?p ?o . FILTER(STRSTARTS(STR(?s), "{DERIVED_NS}")) }} }}"""
 
 
-def update_derived(path: Path, triples: list[tuple[str, str, str]]) -> int:
-    """Make the derived facts of the store at ``path`` exactly ``triples`` (``derived_rdf``):
-    the ones no longer true are removed and the new ones added, so a fact that did not
-    change costs nothing. Returns how many triples it added less how many it removed."""
+def derived_held(path: Path) -> set[str]:
+    """The derived facts the store at ``path`` holds, as N-Triples lines (0.4 s at 4,870
+    papers: an incremental build reads them once its delta is done, while the index is
+    still being written)."""
     store = ox.Store(str(path))
-    held = set(store.query(_DERIVED_NOW).serialize(format=ox.RdfFormat.N_TRIPLES)
+    return set(store.query(_DERIVED_NOW).serialize(format=ox.RdfFormat.N_TRIPLES)
                .decode("utf-8").splitlines(keepends=True))
+
+
+def update_derived(path: Path, triples: list[tuple[str, str, str]], held: set[str]) -> int:
+    """Make the derived facts of the store at ``path`` exactly ``triples`` (``derived_rdf``),
+    ``held`` being ``derived_held`` of the store as it is now: the ones no longer true are
+    removed and the new ones added, so a fact that did not change costs nothing. Returns how
+    many triples it added less how many it removed."""
+    store = ox.Store(str(path))
     wanted = {f"{s} {p} {o} .\n" for s, p, o in triples}
     gone, new = held - wanted, wanted - held
     # One update per 5,000 lines, not a transaction per quad (store.remove): most facts
