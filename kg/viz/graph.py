@@ -358,7 +358,7 @@ def _vis_options(g: GraphView) -> dict:
 
 
 def render_html(g: GraphView) -> str:
-    """The page for ``g`` as one HTML string (pyvis renders our offline template)."""
+    """The page for ``g`` as one HTML string (our offline template, kg.viz.page)."""
     payload = {
         "title": g.title, "view": g.view, "notice": g.notice, "focus": g.focus,
         "centre": g.centre, "narrower": g.narrower, "ring": g.ring, "options": _vis_options(g),

@@ -2,7 +2,10 @@
 
 vis-network comes from the copy pyvis ships; the page's own script and styles from the
 templates folder beside this module; the data as JSON safe inside a ``<script>`` element.
-Both pages (the graph and the map) are put together here.
+Both pages (the graph and the map) are put together here, by jinja2 (pyvis's own template
+engine): the pages read their nodes, edges and options from the payload, none from pyvis's
+template variables, so pyvis's ``Network`` (0.1-0.2 s to import, with its IPython parts)
+would only pass our six values through.
 
 >>> script_json({"title": "<b>&</b>"})
 '{"title":"\\\\u003cb\\\\u003e\\\\u0026\\\\u003c/b\\\\u003e"}'
@@ -11,6 +14,7 @@ Both pages (the graph and the map) are put together here.
 from __future__ import annotations
 
 import html as html_lib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -42,9 +46,10 @@ def app_script(name: str) -> str:
 
 def vis_assets() -> tuple[str, str]:
     """vis-network's JS and CSS from the copy the installed pyvis ships (no CDN, no vendoring)."""
-    import pyvis  # 0.4 s with its jinja2 and IPython parts: only when a page is written
-
-    base = Path(pyvis.__file__).resolve().parent
+    spec = importlib.util.find_spec("pyvis")  # (where it is installed: importing it is slow)
+    if spec is None or spec.origin is None:
+        raise RuntimeError("pyvis is not installed; reinstall kg (pip install -e .)")
+    base = Path(spec.origin).resolve().parent
     for lib in (base / "templates" / "lib" / "vis-9.1.2", base / "lib" / "vis-9.1.2"):
         if (lib / "vis-network.min.js").is_file():
             return ((lib / "vis-network.min.js").read_text(encoding="utf-8"),
@@ -54,18 +59,14 @@ def vis_assets() -> tuple[str, str]:
 
 def render_page(template: str, title: str, script: str, styles: tuple[str, ...],
                 payload: dict) -> str:
-    """``template`` (viz.html or map.html) rendered by pyvis with its globals: the title,
-    vis-network, ``script`` after dom.js, the ``styles`` in order, and ``payload`` as JSON.
+    """``template`` (viz.html or map.html) rendered with the title, vis-network, ``script``
+    after dom.js, the ``styles`` in order, and ``payload`` as JSON."""
+    from jinja2 import Environment, FileSystemLoader  # (pyvis's dependency: on use)
 
-    pyvis only renders the template here: the page reads its nodes, edges and options from
-    ``payload``, none from pyvis's own template variables."""
-    from pyvis.network import Network
-
-    net = Network(height="100%", width="100%", heading=title, cdn_resources="in_line")
-    net.set_template_dir(str(TEMPLATES) + "/", template)
     vis_js, vis_css = vis_assets()
     css = "".join(template_text(name) for name in styles)
-    net.templateEnv.globals.update(
+    page = Environment(loader=FileSystemLoader(str(TEMPLATES))).get_template(template)
+    return page.render(
         page_title=html_lib.escape(f"kg — {title}"),
         vis_js=inline_safe(vis_js, "vis-network.min.js"),
         vis_css=inline_safe(vis_css, "vis-network.css"),
@@ -73,4 +74,3 @@ def render_page(template: str, title: str, script: str, styles: tuple[str, ...],
         app_css=inline_safe(css, styles[-1]),
         payload=script_json(payload),
     )
-    return net.generate_html(name="graph.html")
