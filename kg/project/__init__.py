@@ -384,11 +384,13 @@ class Project:
         return out
 
 
-def _map_index(index_path: Path):
+def stored_index(index_path: Path):
+    """A generation's stored index for what reads only its uses, on the index's own settings
+    (the technique map, the derived facts): it never loads the corpus."""
     from kg.analysis.stored import read_index  # (as in Project.index)
 
-    def no_corpus():  # the map reads uses, the index's own settings
-        raise KgError("the technique map needs no corpus; please report this")
+    def no_corpus():
+        raise KgError("the stored index was asked for the corpus; please report this")
 
     return read_index(index_path, no_corpus)
 
@@ -398,7 +400,7 @@ def stored_related(index_path: Path) -> dict[str, list]:
     (``kg.viz.map.map_related``), ranked over a generation's stored index."""
     from kg.viz.map import map_related  # (only to draw a map)
 
-    return map_related(_map_index(index_path))
+    return map_related(stored_index(index_path))
 
 
 def stored_map_source(index_path: Path, ranked: Callable[[], Mapping[str, list]] | None = None):
@@ -430,7 +432,7 @@ def stored_map_source(index_path: Path, ranked: Callable[[], Mapping[str, list]]
         for pid, row in rows("pairs"):
             yield PaperEvidence(pid, row["evidence"], row["confidence"], row["used"])
 
-    return MapSource(_map_index(index_path), papers, evidence, ranked)
+    return MapSource(stored_index(index_path), papers, evidence, ranked)
 
 
 def is_project(directory: str | Path) -> bool:

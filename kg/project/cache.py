@@ -97,7 +97,7 @@ class Cache:
                                     ((k, pickle.dumps(v, 5)) for k, v in rows))
 
     def built(self, name: str, pipeline: str) -> bytes | None:
-        """``name`` ("extractor", "vocabulary") as ``pipeline`` built it, pickled, if kept."""
+        """``name`` ("vocabulary") as ``pipeline`` built it, pickled, if kept."""
         with contextlib.suppress(sqlite3.OperationalError):  # a read-only cache without it
             row = self.db.execute("SELECT v FROM prebuilt WHERE name = ? AND pipeline = ?",
                                   (name, pipeline)).fetchone()

@@ -18,12 +18,10 @@ from typing import Any
 import pyoxigraph as ox
 
 from kg import rdf
-from kg.analysis.stored import read_index
 from kg.derived import DERIVED_NS, DERIVED_PREDICATES, derived_facts, derived_triples
-from kg.errors import KgError
 from kg.fs import fsync_tree
 from kg.model import Corpus
-from kg.project import Manifest
+from kg.project import Manifest, stored_index
 from kg.vocab import Vocabulary
 
 _RELATION_PREDICATES = frozenset(ox.NamedNode(rdf.ONTOLOGY_NS + p) for p in rdf.PREDICATES)
@@ -186,10 +184,7 @@ def store_delta(path: Path, early: frozenset[str], entities: dict,
 def derived_rdf(index_path: Path) -> list[tuple[str, str, str]]:
     """The derived facts of the generation whose query index is at ``index_path``, as sorted
     N-Triples terms (computed from the index, as the CLI's answers are)."""
-    def no_corpus():  # the facts are counted with the index's own settings
-        raise KgError("derived facts need no corpus; please report this")
-
-    return sorted(set(derived_triples(derived_facts(read_index(index_path, no_corpus), k=0))))
+    return sorted(set(derived_triples(derived_facts(stored_index(index_path), k=0))))
 
 
 _DERIVED_NOW = f"""CONSTRUCT {{ ?s ?p ?o }} WHERE {{
