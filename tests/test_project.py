@@ -50,6 +50,8 @@ def exports(directory: Path) -> dict[str, bytes]:
     record = json.loads((directory / "build.json").read_text(encoding="utf-8"))
     out["counts"] = json.dumps(record["counts"], sort_keys=True).encode()
     out.update(index_tables(directory))
+    # The related papers a build that drew the technique map kept for Neo4j loads.
+    out["related"] = json.dumps(project.open_project(directory).related()).encode()
     return out
 
 
@@ -679,3 +681,32 @@ def test_a_map_drawn_beside_the_store_delta_is_the_map_of_a_fresh_build(
     record = json.loads((out / "build.json").read_text(encoding="utf-8"))
     again = json.loads((tmp_path / "fresh-1" / "build.json").read_text(encoding="utf-8"))
     assert record["counts"] == again["counts"]
+    assert project.open_project(out).related() is not None  # (kept by the worker's ranking)
+
+
+def test_the_related_papers_ranked_for_the_map_are_kept_for_neo4j_and_kg_viz(
+        tmp_path, monkeypatch):
+    """A build that draws the technique map keeps every paper's ranked related papers beside
+    its index: a Neo4j load writes what it would rank itself, and the map drawn from them (as
+    `kg viz DIR` draws it) is the map ranked anew, five related papers per paper."""
+    import kg.viz
+    from kg.analysis.related_all import related_all
+    from kg.derived import RELATED_K
+    from kg.neo4j.derived import derived_facts
+    from kg.viz.map import build_map, render_map_html
+
+    monkeypatch.setattr(generation, "MAP_MIN_PAPERS", 5)
+    monkeypatch.setattr(kg.viz, "MAP_MIN_PAPERS", 5)
+    out = tmp_path / "p"
+    project.build(out, seed_papers(), formats=["jsonl", "html"])
+    built = project.open_project(out)
+    kept = built.related()
+    index = built.index()
+    assert kept == related_all(index, RELATED_K)
+    assert max(len(v) for v in kept.values()) == RELATED_K
+    assert derived_facts(index, kept) == derived_facts(index)
+    anew = project.stored_map_source(built.generation / "index.sqlite")  # (ranks itself)
+    assert (render_map_html(build_map(built.map_source()))
+            == render_map_html(build_map(anew)))
+    (built.generation / project.RELATED).unlink()  # (a generation of an older kg)
+    assert project.open_project(out, check=False).related() is None

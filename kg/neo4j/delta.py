@@ -464,7 +464,7 @@ def _facts_meanwhile(project) -> Future:
     (numpy and the Neo4j server do the work, so each mostly waits on neither)."""
     pool = ThreadPoolExecutor(1, thread_name_prefix="kg-derived-facts")
     try:
-        return pool.submit(lambda: derived_facts(project.index()))
+        return pool.submit(lambda: derived_facts(project.index(), project.related()))
     finally:
         pool.shutdown(wait=False)  # the thread ends with its one task
 

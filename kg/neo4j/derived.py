@@ -37,11 +37,11 @@ from functools import cached_property
 
 from kg.analysis import analysis_index
 from kg.analysis.related_all import related_all
-from kg.derived import pair_counts, user_counts
+from kg.derived import RELATED_K, pair_counts, user_counts
 from kg.model import TECHNIQUE_TYPES
 from kg.neo4j.rows import chunks
 
-RELATED_TOP = 10  # `kg related`'s default -n
+RELATED_TOP = RELATED_K  # `kg related`'s default -n
 PAIR_COUNT_CAP = 10**8  # a CO_OCCURS sort key holds PAIR_COUNT_CAP - papers in 8 digits
 
 # Every technique/method of the project, its users (0: only mentioned); a delta passes only
@@ -205,11 +205,12 @@ def pair_sort_key(a: str, b: str, papers: int) -> str:
     return f"{PAIR_COUNT_CAP - papers:08d} {a} {b}"
 
 
-def derived_facts(index) -> DerivedFacts:
+def derived_facts(index, ranked: dict[str, list] | None = None) -> DerivedFacts:
     """The derived facts of a project's analysis ``index`` (``Project.index()``, or any Corpus).
 
-    Every paper's related papers come from ``related_all``, which ranks them all at once as
-    ``kg related`` ranks one (a related() call per paper took 40 s at 4,870 papers).
+    Every paper's related papers are ``ranked`` (``Project.related()``: as the build that drew
+    the technique map ranked them), else they come from ``related_all``, which ranks them all
+    at once as ``kg related`` ranks one (a related() call per paper took 40 s at 4,870 papers).
 
     >>> from kg.pipeline import run
     >>> facts = derived_facts(run(["examples/iclr2025-seed.txt"]))
@@ -222,7 +223,8 @@ def derived_facts(index) -> DerivedFacts:
                   if index.entities[eid].type in TECHNIQUE_TYPES)
     cooccurs = tuple({"a": c.a, "b": c.b, "papers": c.papers,
                       "sort_key": pair_sort_key(c.a, c.b, c.papers)} for c in pair_counts(index))
-    ranked = related_all(index, RELATED_TOP)
+    if ranked is None:
+        ranked = related_all(index, RELATED_TOP)
     # The score as `kg related --format json` gives it (RelatedPaper.as_dict rounds to 4).
     related = tuple({"paper": pid, "others": [other for other, _, _ in ranked[pid]],
                      "weights": [round(score, 4) for _, score, _ in ranked[pid]],

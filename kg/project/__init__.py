@@ -87,8 +87,10 @@ LINE_INDEX = "lines.idx"
 # Not in manifest.json: the store's file sizes and the project id differ between two builds
 # of the same papers, and manifest.json is compared byte for byte across worker counts.
 CHECK = "integrity.json"
+# Each paper's related papers, ranked where a build drew the technique map (stored_related).
+RELATED = "related.pickle"
 # Files hashed when recorded and when checked (below this size: milliseconds).
-HASHED = ("index.sqlite", LINE_INDEX, "manifest.json")
+HASHED = ("index.sqlite", LINE_INDEX, RELATED, "manifest.json")
 HASH_BELOW = 8 * 2**20
 _GEN_NAME = re.compile(r"gen-\d{6}\Z")
 # The small fields of a manifest, which ``Manifest.as_dict`` writes first: opening a project
@@ -288,8 +290,23 @@ class Project:
 
     def map_source(self):
         """What the technique map reads (``kg.viz.map_source.MapSource``), from the stored
-        index: the map of any size of project without reading every paper's result."""
-        return stored_map_source(self.generation / "index.sqlite")
+        index and the related papers kept (``related``): no paper's result is read."""
+        kept = self.related()
+        return stored_map_source(self.generation / "index.sqlite",
+                                 None if kept is None else lambda: kept)
+
+    def related(self) -> dict[str, list] | None:
+        """Each paper's first ``kg.derived.RELATED_K`` related papers (id, score, shared names)
+        as the build that drew the technique map ranked them (``generation.stored_related``),
+        else None (no map drawn, or unreadable): rank them (``kg.analysis.related_all``)."""
+        from kg.derived import RELATED_K
+
+        try:
+            with (self.generation / RELATED).open("rb") as fh:
+                kept = pickle.load(fh)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return None
+        return kept["ranked"] if kept.get("k") == RELATED_K else None
 
     def _cache(self):
         # (resolution is imported only by the commands that read the cache)
@@ -395,19 +412,11 @@ def stored_index(index_path: Path):
     return read_index(index_path, no_corpus)
 
 
-def stored_related(index_path: Path) -> dict[str, list]:
-    """Each paper's related papers as the technique map lists them
-    (``kg.viz.map.map_related``), ranked over a generation's stored index."""
-    from kg.viz.map import map_related  # (only to draw a map)
-
-    return map_related(stored_index(index_path))
-
-
 def stored_map_source(index_path: Path, ranked: Callable[[], Mapping[str, list]] | None = None):
     """What the technique map reads, from a generation's stored index: the papers from their
     state rows (kg.project.generation), their evidence from their pairs rows, a row at a
-    time (``kg.viz.map_source``); ``ranked`` gives ``stored_related`` when it was computed
-    beside."""
+    time (``kg.viz.map_source``); ``ranked`` gives the related papers where they are ranked
+    already (``Project.related``, ``generation.stored_related``)."""
     from kg.viz.map_source import MapPaper, MapSource, PaperEvidence  # (only to draw a map)
 
     def rows(table: str) -> Iterator[tuple[str, Any]]:

@@ -33,12 +33,22 @@ from kg.analysis.index import (
     paper_features,
     paper_part,
 )
+from kg.analysis.related_all import related_all
 from kg.analysis.stored import IndexWriter, clusters_rows
+from kg.derived import RELATED_K
 from kg.errors import KgError, ProjectError
 from kg.exports import RDF_FILES, write_exports
 from kg.fs import write_json
 from kg.model import Corpus, Entity, Paper, PaperResult
-from kg.project import JSONL, LINE_INDEX, Manifest, line_spans, stored_map_source, stored_related
+from kg.project import (
+    JSONL,
+    LINE_INDEX,
+    RELATED,
+    Manifest,
+    line_spans,
+    stored_index,
+    stored_map_source,
+)
 from kg.project.beside import wait
 from kg.project.cache import Resolved, chunked
 from kg.project.store import (
@@ -249,6 +259,17 @@ def _copy_range(source, out, offset: int, length: int) -> None:
                                "again with all the inputs")
         offset += n
         length -= n
+
+
+def stored_related(index_path: Path) -> dict[str, list]:
+    """Each paper's first ``kg.derived.RELATED_K`` related papers as ``kg related`` ranks them
+    (``kg.analysis.related_all``) over a generation's stored index, kept beside the index
+    (``RELATED``): the technique map lists the first five, a Neo4j load writes them all
+    (``Project.related``; ranking them again took 1.6 s of every load at 4,870 papers)."""
+    ranked = related_all(stored_index(index_path), RELATED_K)
+    with (index_path.parent / RELATED).open("wb") as fh:
+        pickle.dump({"k": RELATED_K, "ranked": ranked}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return ranked
 
 
 # ------------------------------------------------------------------ one generation
@@ -522,13 +543,17 @@ def write_generation(job: Job, resolved: Resolved, worker: Executor | None = Non
         counts = writer.write_index(index, delta is not None)
         job.step("derived facts")  # (whole-corpus: they need the index just written)
         index_path = job.gen / "index.sqlite"
-        if delta is not None and writer.stored_map and "graph.html" in job.chosen \
+        if writer.stored_map and "graph.html" in job.chosen \
                 and len(resolved.order) <= RELATED_MAX_PAPERS:
-            # The store worker ranks the map's related papers, then adds the derived facts
-            # to the store after its delta (it runs what it is given in turn), while this
-            # process draws the rest of the map (kg.project.beside).
-            ranked = worker.submit(stored_related, index_path)
-            writer.ranked = lambda: wait(ranked)
+            # The map's related papers, kept beside the index for Neo4j loads too
+            # (kg.project.RELATED). In an incremental build the store worker ranks them, then
+            # adds the derived facts to the store after its delta (it runs what it is given
+            # in turn), while this process draws the rest of the map (kg.project.beside).
+            if delta is not None:
+                ranked = worker.submit(stored_related, index_path)
+                writer.ranked = lambda: wait(ranked)
+            else:
+                writer.ranked = lambda: stored_related(index_path)
         derived = derived_rdf(index_path)
         if delta is not None:
             derived_beside = worker.submit(update_derived, job.gen / "store", derived)

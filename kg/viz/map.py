@@ -357,7 +357,7 @@ def _paper_rows(source: MapSource, parts: _Parts, sentences: dict[int, dict[str,
                     if e in parts.index_of and e not in parts.usage.used_sets[i]]
         if ranked is not None:
             row["r"] = [[order[q], round(score, 3), names[:4]]
-                        for q, score, names in ranked[p.id]]
+                        for q, score, names in ranked[p.id][:_RELATED]]
         if sentences.get(i):
             row["s"] = list(sentences[i])
         rows.append(row)
