@@ -412,11 +412,11 @@ def stored_index(index_path: Path):
     return read_index(index_path, no_corpus)
 
 
-def stored_map_source(index_path: Path, ranked: Callable[[], Mapping[str, list]] | None = None):
-    """What the technique map reads, from a generation's stored index: the papers from their
-    state rows (kg.project.generation), their evidence from their pairs rows, a row at a
-    time (``kg.viz.map_source``); ``ranked`` gives the related papers where they are ranked
-    already (``Project.related``, ``generation.stored_related``)."""
+def stored_map_source(index_path: Path, ranked: Callable[[], Mapping[str, list]] | None = None,
+                      index=None):
+    """What the technique map reads (``kg.viz.map_source``) from a generation's ``index``
+    (``stored_index``, opened here unless given): papers from their state rows, evidence
+    from their pairs rows, a row at a time; ``ranked`` gives the related papers ranked."""
     from kg.viz.map_source import MapPaper, MapSource, PaperEvidence  # (only to draw a map)
 
     def rows(table: str) -> Iterator[tuple[str, Any]]:
@@ -441,7 +441,7 @@ def stored_map_source(index_path: Path, ranked: Callable[[], Mapping[str, list]]
         for pid, row in rows("pairs"):
             yield PaperEvidence(pid, row["evidence"], row["confidence"], row["used"])
 
-    return MapSource(stored_index(index_path), papers, evidence, ranked)
+    return MapSource(index or stored_index(index_path), papers, evidence, ranked)
 
 
 def is_project(directory: str | Path) -> bool:

@@ -21,7 +21,7 @@ from kg import rdf
 from kg.derived import DERIVED_NS, DERIVED_PREDICATES, derived_facts, derived_triples
 from kg.fs import fsync_tree
 from kg.model import Corpus
-from kg.project import Manifest, stored_index
+from kg.project import Manifest
 from kg.vocab import Vocabulary
 
 _RELATION_PREDICATES = frozenset(ox.NamedNode(rdf.ONTOLOGY_NS + p) for p in rdf.PREDICATES)
@@ -181,10 +181,10 @@ def store_delta(path: Path, early: frozenset[str], entities: dict,
     return size
 
 
-def derived_rdf(index_path: Path) -> list[tuple[str, str, str]]:
-    """The derived facts of the generation whose query index is at ``index_path``, as sorted
-    N-Triples terms (computed from the index, as the CLI's answers are)."""
-    return sorted(set(derived_triples(derived_facts(stored_index(index_path), k=0))))
+def derived_rdf(index) -> list[tuple[str, str, str]]:
+    """The derived facts of a generation, from its stored query index (``stored_index``), as
+    sorted N-Triples terms (computed from the index, as the CLI's answers are)."""
+    return sorted(set(derived_triples(derived_facts(index, k=0))))
 
 
 _DERIVED_NOW = f"""CONSTRUCT {{ ?s ?p ?o }} WHERE {{
