@@ -228,6 +228,7 @@ class Table(Mapping):
 
     def __init__(self, db: sqlite3.Connection, name: str) -> None:
         self.db, self.name, self.memo = db, f'"{name}"', {}
+        self.every: tuple | None = None  # every (key, value), once items() has read them
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.memo:
@@ -248,10 +249,12 @@ class Table(Mapping):
         return self.db.execute(f"SELECT COUNT(*) FROM {self.name}").fetchone()[0]
 
     def items(self):
-        for k, v in self.db.execute(f"SELECT k, v FROM {self.name} ORDER BY k"):
-            if k not in self.memo:
-                self.memo[k] = pickle.loads(v)
-        return [(k, self.memo[k]) for k in self]
+        if self.every is None:  # (a build's map and derived facts both read every entity)
+            for k, v in self.db.execute(f"SELECT k, v FROM {self.name} ORDER BY k"):
+                if k not in self.memo:
+                    self.memo[k] = pickle.loads(v)
+            self.every = tuple((k, self.memo[k]) for k in self)
+        return self.every
 
     def values(self):
         return [v for _, v in self.items()]
