@@ -708,5 +708,7 @@ def test_the_related_papers_ranked_for_the_map_are_kept_for_neo4j_and_kg_viz(
     anew = project.stored_map_source(built.generation / "index.sqlite")  # (ranks itself)
     assert (render_map_html(build_map(built.map_source()))
             == render_map_html(build_map(anew)))
+    (built.generation / project.RELATED).write_bytes(b"junk")  # (damaged: ranked again)
+    assert project.open_project(out, check=False).related() is None
     (built.generation / project.RELATED).unlink()  # (a generation of an older kg)
     assert project.open_project(out, check=False).related() is None

@@ -250,10 +250,12 @@ class Table(Mapping):
 
     def items(self):
         if self.every is None:  # (a build's map and derived facts both read every entity)
+            rows = []
             for k, v in self.db.execute(f"SELECT k, v FROM {self.name} ORDER BY k"):
                 if k not in self.memo:
                     self.memo[k] = pickle.loads(v)
-            self.every = tuple((k, self.memo[k]) for k in self)
+                rows.append((k, self.memo[k]))
+            self.every = tuple(rows)
         return self.every
 
     def values(self):

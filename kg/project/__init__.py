@@ -296,17 +296,16 @@ class Project:
                                  None if kept is None else lambda: kept)
 
     def related(self) -> dict[str, list] | None:
-        """Each paper's first ``kg.derived.RELATED_K`` related papers (id, score, shared names)
-        as the build that drew the technique map ranked them (``generation.stored_related``),
-        else None (no map drawn, or unreadable): rank them (``kg.analysis.related_all``)."""
+        """Each paper's ``kg.derived.RELATED_K`` related papers (id, score, shared names) as the
+        build that drew the map ranked them (``generation.stored_related``), else None."""
         from kg.derived import RELATED_K
 
         try:
             with (self.generation / RELATED).open("rb") as fh:
-                kept = pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError):
-            return None
-        return kept["ranked"] if kept.get("k") == RELATED_K else None
+                k, ranked = pickle.load(fh)
+        except (OSError, EOFError, pickle.UnpicklingError, TypeError, ValueError):
+            return None  # (unreadable: rank them again, kg.analysis.related_all)
+        return ranked if k == RELATED_K else None
 
     def _cache(self):
         # (resolution is imported only by the commands that read the cache)
@@ -441,7 +440,8 @@ def stored_map_source(index_path: Path, ranked: Callable[[], Mapping[str, list]]
         for pid, row in rows("pairs"):
             yield PaperEvidence(pid, row["evidence"], row["confidence"], row["used"])
 
-    return MapSource(index or stored_index(index_path), papers, evidence, ranked)
+    index = stored_index(index_path) if index is None else index
+    return MapSource(index, papers, evidence, ranked)
 
 
 def is_project(directory: str | Path) -> bool:

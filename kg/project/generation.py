@@ -268,7 +268,7 @@ def stored_related(index_path: Path) -> dict[str, list]:
     (``Project.related``; ranking them again took 1.6 s of every load at 4,870 papers)."""
     ranked = related_all(stored_index(index_path), RELATED_K)
     with (index_path.parent / RELATED).open("wb") as fh:
-        pickle.dump({"k": RELATED_K, "ranked": ranked}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((RELATED_K, ranked), fh, protocol=pickle.HIGHEST_PROTOCOL)
     return ranked
 
 
