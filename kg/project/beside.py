@@ -5,9 +5,10 @@ the update of the store's derived facts.
 The store's checkpoint and delta take 0.3-1.0 s of an incremental build (ICLR+ICML 2024, 50
 papers added or removed), and pyoxigraph's SPARQL updates hold the GIL: a thread would not
 overlap them with this process's resolution and index writing, a process does. Once the index
-is written, the worker ranks every paper's related papers (1.1 s) and updates the derived
-facts (0.15 s: it read those the store holds, 0.4 s, while the index was being written)
-while this process draws the rest of the map.
+is written, the worker ranks every paper's related papers (1.1-1.3 s, kept in the generation:
+``generation.stored_related``) and updates the derived facts (0.4-0.5 s; it read those the
+store holds, another 0.4 s, while the index was being written) while this process draws the
+rest of the map.
 The worker runs what it is given in turn, so the derived facts follow the delta.
 Its work and results travel pickled (top-level functions of plain data). It ends when the
 build process does, even killed, rather than write on into a generation the next build

@@ -331,18 +331,13 @@ def _cluster_note(groups: list[Cluster], techniques: list[str], parts: _Parts) -
             f"{len(techniques):,} techniques shown belong to several clusters.")
 
 
-def map_related(index) -> dict[str, list[tuple[str, float, list[str]]]]:
-    """Each paper's related papers as the map lists them: the first ``kg related`` ranks."""
-    return related_all(index, _RELATED)
-
-
 def _paper_rows(source: MapSource, parts: _Parts, sentences: dict[int, dict[str, int]]
                 ) -> list[dict]:
     """Every paper: metadata, its map techniques, the papers `kg related` ranks first."""
     papers = parts.usage.papers
     ranked = None
     if len(papers) <= RELATED_MAX_PAPERS:
-        ranked = source.ranked() if source.ranked else map_related(source.index)
+        ranked = source.ranked() if source.ranked else related_all(source.index, _RELATED)
     order = {p.paper.id: i for i, p in enumerate(papers)} if ranked is not None else {}
     rows = []
     for i, (p, entity_ids, _) in enumerate(papers):

@@ -60,8 +60,9 @@ class MapSource:
     index: AnalysisIndex  # a project's stored one, or built over a Corpus
     papers: Callable[[], Iterable[MapPaper]]  # in the index's paper order
     evidence: Callable[[], Iterable[PaperEvidence]]  # any order
-    # Each paper's related papers as the map lists them (``kg.viz.map.map_related``), when
-    # a build ranked them beside its other steps; else the map ranks them itself.
+    # Each paper's related papers as ``related_all`` ranks them (the map lists the first
+    # five), where they are ranked already (``kg.project.Project.related``, or by a build's
+    # worker); else the map ranks them itself.
     ranked: Callable[[], Mapping[str, list]] | None = None
 
     def __len__(self) -> int:
