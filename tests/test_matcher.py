@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import SEED
 
-from kg.extract import pipeline
+from kg.extract import pipeline, vocabulary
 from kg.extract.vocabulary import VocabularyMatcher, canonical
 from kg.model import Concept
 from kg.vocab import Vocabulary, load_vocabulary
@@ -80,3 +80,19 @@ def test_the_candidates_are_in_canonical_order_on_the_whole_vocabulary():
     assert len(found) > 200
     # The two matchers (LOWER, then ORTH) report theirs one after the other.
     assert found == sorted(found, key=canonical)
+
+
+def test_phrases_given_to_the_matcher_as_docs_need_them_match_as_if_all_were_given_first(
+        seed_corpus, monkeypatch):
+    nlp = pipeline()
+    texts = [r.paper.text for r in seed_corpus.results] * 2  # the second time: all are in
+
+    def found(lazy_docs: int) -> list:
+        monkeypatch.setattr(vocabulary, "LAZY_DOCS", lazy_docs)
+        matcher = VocabularyMatcher(load_vocabulary(), nlp)
+        return [matcher(nlp.make_doc(text)) for text in texts]
+
+    up_front = found(1)  # every phrase is given on the first Doc
+    assert sum(map(len, up_front)) > 400
+    assert found(10**6) == up_front  # each phrase when a Doc holds all its tokens
+    assert found(5) == up_front  # five Docs that way, then all the rest

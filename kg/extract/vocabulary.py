@@ -11,12 +11,15 @@ coordinated names on a known family.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 
+from spacy.attrs import LOWER, ORTH
 from spacy.language import Language
 from spacy.matcher import PhraseMatcher
 from spacy.tokens import Doc
 
+from kg.extract.nlp import split_words
 from kg.extract.text import variants
 from kg.extract.words import (
     COORDINATED,
@@ -107,12 +110,24 @@ def phrases(vocab: Vocabulary) -> dict[str, list[Label]]:
     return keys
 
 
+LAZY_DOCS = 100
+
+
 class VocabularyMatcher:
     """Phrase matches of every label of a vocabulary, as Candidates, by spaCy's PhraseMatcher.
 
     Matching is case-insensitive (attr LOWER), except for acronym-like labels ("RL", "BLEU":
     ORTH), and covers plural and hyphen/space variants. The candidates come in canonical order
     (start, end, type, concept), whatever order the matchers report them in.
+
+    For its first ``LAZY_DOCS`` Docs, a label's phrase is given to the PhraseMatcher when a Doc
+    holds every one of its tokens (it cannot match before); then every phrase left is. A
+    `kg add` of 50 papers needs 2,500 of the 18,500 phrases, and building the whole matcher
+    (1.0-1.3 s: a lexeme for each new word, a Doc per phrase) was most of what extracting
+    them cost; checking a Doc costs 0.25 ms, a third of matching it, which a conference's
+    worth of papers would pay for nothing. The matches are those of a matcher given every
+    phrase up front (tests/test_matcher.py). Docs must be made by kg's tokenizer
+    (``kg.extract.nlp``): the phrases are split here as it splits them.
 
     >>> import spacy
     >>> from kg.extract.nlp import register_tokenizer
@@ -125,21 +140,66 @@ class VocabularyMatcher:
     """
 
     def __init__(self, vocab: Vocabulary, nlp: Language) -> None:
-        # One matcher key per kind and set of concepts, not per form: PhraseMatcher.add is
-        # called ~3,000 times instead of ~18,000 (a form's labels are what a match needs).
+        # One matcher key per kind and set of concepts, not per form: a form's labels are what
+        # a match needs.
         groups: dict[tuple[str, tuple[Label, ...]], list[str]] = {}
         for key, labels in sorted(phrases(vocab).items()):
             groups.setdefault((key[:2], tuple(labels)), []).append(key[3:])
+        self._tokenizer = nlp.tokenizer
         self._labels: dict[int, tuple[Label, ...]] = {}
         self._matchers = (PhraseMatcher(nlp.vocab, attr="LOWER"), PhraseMatcher(nlp.vocab))
+        names = []
         for n, ((kind, labels), forms) in enumerate(groups.items()):
             name = f"{kind}:{n}"
             self._labels[nlp.vocab.strings.add(name)] = labels
-            self._matchers[kind == "cs"].add(name, list(nlp.tokenizer.pipe(forms)))
+            names.append((name, kind == "cs", forms))
+        # The phrases not yet given to a matcher, by kind (case-insensitive, then exact) and
+        # by the token of each that the fewest phrases share (so a common word such as
+        # "learning" keys few of them and a Doc checks few): (matcher key, phrase, its tokens).
+        ids = nlp.vocab.strings  # a str's hash, as Doc.to_array gives ORTH and LOWER
+        split = [(exact, name, form,
+                  frozenset(ids[w if exact else w.lower()] for w in split_words(form)[0]))
+                 for name, exact, forms in names for form in forms]
+        shared = Counter(w for *_, words in split for w in words)
+        self._waiting: tuple[dict[int, list], dict[int, list]] = ({}, {})
+        for exact, name, form, words in split:
+            if words:
+                key = min(words, key=lambda w: (shared[w], w))
+                self._waiting[exact].setdefault(key, []).append((name, form, words))
+        self._checks = LAZY_DOCS
+
+    def _add_phrases(self, doc: Doc | None) -> None:
+        """Give the matchers every waiting phrase whose tokens all occur in ``doc`` (every
+        waiting phrase if ``doc`` is None)."""
+        tokens = None if doc is None else doc.to_array([LOWER, ORTH])
+        for exact in (False, True):
+            waiting = self._waiting[exact]
+            ready: dict[str, list[str]] = {}
+            if tokens is None:
+                seen = {w for phrases in waiting.values() for *_, words in phrases for w in words}
+            else:
+                seen = set(tokens[:, int(exact)].tolist())
+            for word in seen & waiting.keys():
+                phrases = waiting[word]
+                if not any(words <= seen for *_, words in phrases):
+                    continue
+                for name, form, words in phrases:
+                    if words <= seen:
+                        ready.setdefault(name, []).append(form)
+                left = [p for p in phrases if not p[2] <= seen]
+                if left:
+                    waiting[word] = left
+                else:
+                    del waiting[word]
+            for name, forms in ready.items():
+                self._matchers[exact].add(name, list(self._tokenizer.pipe(forms)))
 
     def __call__(self, doc: Doc, text: str | None = None) -> list[Candidate]:
         """The candidates in ``doc`` (made by kg's tokenizer), in canonical order; ``text`` is
         ``doc.text`` when the caller has it (``doc.text`` joins every token anew)."""
+        if self._checks:
+            self._checks -= 1
+            self._add_phrases(doc if self._checks else None)
         text = doc.text if text is None else text
         found: list[Candidate] = []
         for matcher in self._matchers:
