@@ -3,9 +3,10 @@
     .venv/bin/python bench/extract.py [--workers 2] [--corpora ../shared/corpora]
 
 Prints the Extractor's construction time in fresh processes (importing spaCy, then building
-kg's pipeline: vocabulary, PhraseMatcher over every label; what every `kg build` process and
-worker pays before its first paper), abstracts per second (wall) and per CPU-second for 1
-worker and for --workers N (and the ratio), plus peak RSS. Figures, not assertions.
+kg's pipeline: vocabulary, its phrases indexed for the PhraseMatcher; what every `kg build`
+process and worker pays before its first paper), abstracts per second (wall) and per
+CPU-second for 1 worker and for --workers N (and the ratio), plus peak RSS. Figures, not
+assertions.
 """
 
 from __future__ import annotations

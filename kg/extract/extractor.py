@@ -23,8 +23,9 @@ from kg.vocab import Vocabulary, load_vocabulary
 # refused rather than let stall a run.
 MAX_CHARS = 1_000_000
 
-# Pipelines built in this process, by (vocabulary, model): building one costs ~0.6 s (the
-# PhraseMatcher over every label), and tests and `kg eval` make many Extractors. The
+# Pipelines built in this process, by (vocabulary, model): building one costs ~0.35 s (every
+# label's phrases split and indexed; the PhraseMatcher then takes them as Docs need them,
+# ``kg.extract.vocabulary``), and tests and `kg eval` make many Extractors. The
 # vocabulary object is kept with its pipeline, so an id is never reused while cached.
 _PIPELINES: OrderedDict[tuple[int, str], tuple[Vocabulary, object]] = OrderedDict()
 
