@@ -49,13 +49,22 @@ class Proposals:
 
 
 def _head_type(phrase: str) -> str:
-    words = []
+    """The type the head noun of a description gives a name (Method unless it names a
+    dataset or a model).
+
+    >>> _head_type("a new score-based diffusion generative model guided by physics")
+    'Model'
+    >>> _head_type("a decoder-only transformer with dense self-attention")
+    'Model'
+    """
+    words: list[str] = []
     for word in re.findall(r"[A-Za-z][\w\-]*", phrase):
-        if word.lower() in HEAD_STOP or (word.endswith("ly") and len(word) > 4):
+        if word.lower() in HEAD_STOP or (word.endswith("ly") and len(word) > 4
+                                          and "-" not in word):  # (not "decoder-only")
             break
         if words and words[-1] not in ("a", "an", "the") and word.endswith("ed") and \
-                len(word) > 4:  # "a … model guided by": head ends; "An Advanced Dataset" not
-            break
+                len(word) > 4 and "-" not in word:
+            break  # "a … model guided by": the head ends; "An Advanced", "score-based" do not
         words.append(word.lower())
     head = singular(words[-1]) if words else ""
     if head in DATASET_HEADS or head.endswith("bench"):
@@ -261,20 +270,33 @@ def retype_acronyms(candidates: Sequence[Candidate], types: dict[str, str]) -> l
 
 
 def _usage_type(text: str, key: str, found: list[tuple]) -> str | None:
-    """"Sheared-LLaMA models", "the W4NT3D benchmark": the word after a use of the name."""
+    """"Sheared-LLaMA models", "the W4NT3D benchmark": the word after the name's uses, when
+    they agree ("MAgg models metamorphic relations" and "the MAgg method": no answer; the
+    description decides).
+
+    >>> text = "We propose MAgg, a method. MAgg models relations. The MAgg method wins."
+    >>> _usage_type(text, "magg", [(11, 15)]) is None
+    True
+    """
     for start, end, *_ in found:
         if label_key(text[start:end].strip()) != key:
             continue
         name = text[start:end].strip()
         flexible = re.sub(r"[\s\-]+", r"[\\s\\-]?", re.escape(name).replace("\\ ", " "))
+        seen = set()
         for m in re.finditer(r"(?<![\w\-])" + flexible + r"(?![\w\-])", text):
             after = text[m.end():m.end() + 30]
             if MODEL_AFTER.match(after):
-                return "Model"
-            if DATASET_AFTER.match(after):
-                return "Dataset"
-        return None
+                seen.add("Model")
+            elif DATASET_AFTER.match(after):
+                seen.add("Dataset")
+            elif METHOD_AFTER.match(after):
+                seen.add("Method")
+        return seen.pop() if len(seen) == 1 and "Method" not in seen else None
     return None
+
+
+METHOD_AFTER = re.compile(r"^\s+(?:" + "|".join(sorted(GENERIC_HEADS)) + r")s?\b")
 
 
 # ---------------------------------------------------------------- context patterns
