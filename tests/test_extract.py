@@ -107,6 +107,21 @@ def test_a_proposed_name_keeps_its_release_number_and_a_plain_word_name_counts()
     assert ("FooBench 2", "Method") not in found[2] and ("FooBench 2", "Dataset") not in found[2]
 
 
+def test_a_proposed_name_takes_the_type_its_description_and_agreeing_uses_give():
+    # Real ICLR/ICML 2024 sentences, shortened: hyphenated words ("score-based",
+    # "decoder-only") are part of the description, not its end; "MAgg models relations" (a
+    # verb) does not overrule "a method" when "the MAgg method" says otherwise.
+    ex = Extractor()
+    texts = ["We present AbX, a new score-based diffusion generative model guided by "
+             "evolutionary constraints for antibody design.",
+             "We introduce Transformer-VQ, a decoder-only transformer with dense attention.",
+             "We propose MAgg, a method to augment machine learning models. MAgg models "
+             "metamorphic relations. We evaluate the proposed MAgg method on three tasks."]
+    found = [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates
+              if c.rule == "proposed-name"} for t in texts]
+    assert found == [{("AbX", "Model")}, {("Transformer-VQ", "Model")}, {("MAgg", "Method")}]
+
+
 def test_a_name_written_in_capitals_is_proposed_whole_after_any_proposing_cue():
     # Real ICLR 2024 sentences: "IN-CONTEXT PRETRAINING" was proposed as "PRETRAINING" (the
     # first word was taken by the vocabulary and "we instead present" was no cue).

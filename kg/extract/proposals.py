@@ -24,6 +24,7 @@ from kg.extract.words import (
     GENERIC_HEADS,
     HEAD_BEFORE_NAME,
     HEAD_STOP,
+    METHOD_AFTER,
     MODEL_AFTER,
     MODEL_HEADS,
     NAME,
@@ -294,9 +295,6 @@ def _usage_type(text: str, key: str, found: list[tuple]) -> str | None:
                 seen.add("Method")
         return seen.pop() if len(seen) == 1 and "Method" not in seen else None
     return None
-
-
-METHOD_AFTER = re.compile(r"^\s+(?:" + "|".join(sorted(GENERIC_HEADS)) + r")s?\b")
 
 
 # ---------------------------------------------------------------- context patterns

@@ -118,6 +118,8 @@ NOT_NAMES_RE = re.compile(r"^(?:[A-Z]\d?|\d.*|[ivx]+|[A-Z][a-z]+|[a-z].*|.*\d{4}
 
 GENERIC_HEADS = {"method", "approach", "framework", "technique", "algorithm", "module",
                   "strategy", "scheme", "mechanism", "paradigm", "pipeline", "system"}
+# "the MAgg method": a use of a name that says it is a method.
+METHOD_AFTER = re.compile(r"^\s+(?:" + "|".join(sorted(GENERIC_HEADS)) + r")s?\b")
 
 
 # A task phrase: one or two modifiers before a task head ("causal effect estimation"). The
