@@ -169,6 +169,23 @@ def test_unknown_names_a_dataset_context_types_are_datasets_even_when_coined_or_
     assert ("CountSketch", "Dataset") not in found[3]
 
 
+def test_a_coined_name_something_is_evaluated_on_is_a_dataset():
+    # SciREX and ICLR/CoRL 2024 sentences: these came out Method (CamelCase, no digit). A
+    # plural acronym evaluated on ("accuracy on AEs") is not a dataset.
+    ex = Extractor()
+    texts = ["Experiments on BlogCatalog, Flickr and YouTube show that it beats DeepWalk.",
+             "We evaluate on CityPersons and Caltech.",
+             "Our empirical evaluation on the X-MAGICAL benchmark shows robust transfer.",
+             "Our agent is tested on MiniWoB, and it is evaluated on LLMs."]
+    found = [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates}
+             for t in texts]
+    assert ("BlogCatalog", "Dataset") in found[0]
+    assert ("CityPersons", "Dataset") in found[1]
+    assert ("X-MAGICAL", "Dataset") in found[2]
+    assert ("MiniWoB", "Dataset") in found[3]
+    assert not {t for n, t in found[3] if n == "LLMs" and t == "Dataset"}
+
+
 def test_nothing_is_found_inside_a_link():
     ex = Extractor()
     text = ("We study credit assignment. Code: [https://github.com/NJU-RL/ACORM]"

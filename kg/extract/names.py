@@ -20,6 +20,7 @@ from kg.extract.words import (
     CAMEL_STOP,
     DATASET_AFTER,
     DATASET_BEFORE,
+    EVALUATED_ON,
     HARDWARE_CONTEXT,
     MODEL_AFTER,
     NUMBER_FORMAT,
@@ -105,6 +106,9 @@ def _dataset_evidence(token: str, before: str, after: str, listed: bool, sentenc
     return bool(DATASET_AFTER.match(after) or re.search(r"Bench", token)
                 or ((DATASET_BEFORE.search(before) or listed)
                     and re.search(r"\d|bench|.QA$", token))
+                # (not "LLMs", "AEs": a plural acronym names a kind of thing, not a dataset)
+                or (EVALUATED_ON.search(before) is not None
+                    and not re.fullmatch(r"[A-Z]+s?", token))
                 or (("datasets" in sentence or "benchmarks" in sentence)
                     and DATASET_LIST.search(sentence[-200:]) is not None))
 

@@ -90,6 +90,9 @@ DATASET_AFTER = re.compile(r"^\s+(?:dataset|benchmark|corpus|suite|datasets|benc
                             r"test\s+set|validation\s+set|split)\b", re.IGNORECASE)
 DATASET_BEFORE = re.compile(r"\b(?:on|using|across|from)\s+(?:the\s+)?(?:challenging\s+|"
                              r"popular\s+|standard\s+|widely[- ]used\s+)?$", re.IGNORECASE)
+# "experiments on X", "we evaluate on X", "results on the X": an evaluation on a name.
+EVALUATED_ON = re.compile(r"\b(?:experiments?|results|evaluat(?:e|ed|ing|ions?)|tested)"
+                          r"\s+(?:\w+\s+){0,2}?on\s+(?:the\s+)?$", re.IGNORECASE)
 MODEL_AFTER = re.compile(r"^\s*(?:-?\s*(?:based\s+)?(?:models?|LLMs?|backbones?|"
                           r"architectures?|checkpoints?|family|families|series)\b)")
 OUTPERFORM = re.compile(r"\b(?:outperform(?:s|ed|ing)?|surpass(?:es|ed|ing)?|beat(?:s|ing)?|"
