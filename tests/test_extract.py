@@ -18,6 +18,13 @@ from kg.resolve import resolve
 from kg.vocab import CONCEPT_NS
 
 
+def _typed(texts: list[str], rule: str | None = None) -> list[set[tuple[str, str]]]:
+    """Per text, the (mention, type) of what kg extracts from it (by ``rule`` only if given)."""
+    ex = Extractor()
+    return [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates
+             if rule is None or c.rule == rule} for t in texts]
+
+
 def test_the_extractor_is_a_spacy_pipeline_of_kgs_components():
     from kg.extract import pipeline
 
@@ -96,12 +103,9 @@ def test_rrs_and_model_folding_both_link_to_llama(seed_corpus):
 def test_a_proposed_name_keeps_its_release_number_and_a_plain_word_name_counts():
     # "Mega-TTS 2" is not "Mega-TTS"; "Decor" has no inner capital, but "we propose Decor, a
     # variant of …" names it all the same. A count after a name ("2 datasets") is not a version.
-    ex = Extractor()
-    texts = ["This paper introduces Mega-TTS 2, a prompting mechanism. Mega-TTS 2 is fast.",
-             "In this paper, we propose Decor, a variant of decentralized SGD.",
-             "We release FooBench 2 datasets for speech."]
-    found = [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates
-              if c.rule == "proposed-name"} for t in texts]
+    found = _typed(["This paper introduces Mega-TTS 2, a prompting mechanism. Mega-TTS 2 is fast.",
+                    "In this paper, we propose Decor, a variant of decentralized SGD.",
+                    "We release FooBench 2 datasets for speech."], "proposed-name")
     assert found[0] == {("Mega-TTS 2", "Method")}
     assert found[1] == {("Decor", "Method")}
     assert ("FooBench 2", "Method") not in found[2] and ("FooBench 2", "Dataset") not in found[2]
@@ -111,14 +115,12 @@ def test_a_proposed_name_takes_the_type_its_description_and_agreeing_uses_give()
     # Real ICLR/ICML 2024 sentences, shortened: hyphenated words ("score-based",
     # "decoder-only") are part of the description, not its end; "MAgg models relations" (a
     # verb) does not overrule "a method" when "the MAgg method" says otherwise.
-    ex = Extractor()
-    texts = ["We present AbX, a new score-based diffusion generative model guided by "
-             "evolutionary constraints for antibody design.",
-             "We introduce Transformer-VQ, a decoder-only transformer with dense attention.",
-             "We propose MAgg, a method to augment machine learning models. MAgg models "
-             "metamorphic relations. We evaluate the proposed MAgg method on three tasks."]
-    found = [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates
-              if c.rule == "proposed-name"} for t in texts]
+    found = _typed(["We present AbX, a new score-based diffusion generative model guided by "
+                    "evolutionary constraints for antibody design.",
+                    "We introduce Transformer-VQ, a decoder-only transformer with dense attention.",
+                    "We propose MAgg, a method to augment machine learning models. MAgg models "
+                    "metamorphic relations. We evaluate the proposed MAgg method on three tasks."],
+                   "proposed-name")
     assert found == [{("AbX", "Model")}, {("Transformer-VQ", "Model")}, {("MAgg", "Method")}]
 
 
@@ -156,13 +158,10 @@ def test_a_task_phrase_may_say_how_it_is_supervised():
 def test_unknown_names_a_dataset_context_types_are_datasets_even_when_coined_or_sized():
     # Without the dataset test before the size and CamelCase tests these came out Model
     # ("QM1B": a "1B" size) and Method (CamelCase).
-    ex = Extractor()
-    texts = ["Our data is 13 times larger than the quantum-only QM1B dataset.",
-             "We present seven datasets grouped by size: ToyMix, LargeMix and UltraLarge.",
-             "We search on NAS-Bench-201 and TransNAS-Bench-101.",
-             "We validate on real datasets with sketches including CountSketch."]
-    found = [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates}
-             for t in texts]
+    found = _typed(["Our data is 13 times larger than the quantum-only QM1B dataset.",
+                    "We present seven datasets grouped by size: ToyMix, LargeMix and UltraLarge.",
+                    "We search on NAS-Bench-201 and TransNAS-Bench-101.",
+                    "We validate on real datasets with sketches including CountSketch."])
     assert ("QM1B", "Dataset") in found[0]
     assert {("ToyMix", "Dataset"), ("LargeMix", "Dataset"), ("UltraLarge", "Dataset")} <= found[1]
     assert ("TransNAS-Bench-101", "Dataset") in found[2]
@@ -172,13 +171,10 @@ def test_unknown_names_a_dataset_context_types_are_datasets_even_when_coined_or_
 def test_a_coined_name_something_is_evaluated_on_is_a_dataset():
     # SciREX and ICLR/CoRL 2024 sentences: these came out Method (CamelCase, no digit). A
     # plural acronym evaluated on ("accuracy on AEs") is not a dataset.
-    ex = Extractor()
-    texts = ["Experiments on BlogCatalog, Flickr and YouTube show that it beats DeepWalk.",
-             "We evaluate on CityPersons and Caltech.",
-             "Our empirical evaluation on the X-MAGICAL benchmark shows robust transfer.",
-             "Our agent is tested on MiniWoB, and it is evaluated on LLMs."]
-    found = [{(c.span.text, c.type) for c in ex.extract_one(Paper("p", t)).candidates}
-             for t in texts]
+    found = _typed(["Experiments on BlogCatalog, Flickr and YouTube show that it beats DeepWalk.",
+                    "We evaluate on CityPersons and Caltech.",
+                    "Our empirical evaluation on the X-MAGICAL benchmark shows robust transfer.",
+                    "Our agent is tested on MiniWoB, and it is evaluated on LLMs."])
     assert ("BlogCatalog", "Dataset") in found[0]
     assert ("CityPersons", "Dataset") in found[1]
     assert ("X-MAGICAL", "Dataset") in found[2]
