@@ -149,10 +149,8 @@ def test_a_title_case_title_names_its_task():
 
 def test_a_task_phrase_may_say_how_it_is_supervised():
     # "-ed" words end a phrase ("a … model guided by"), but "unsupervised" names a kind of task.
-    ex = Extractor()
-    paper = Paper("p", "This enables unsupervised part segmentation of objects.")
-    found = {(c.span.text, c.type) for c in ex.extract_one(paper).candidates}
-    assert found == {("unsupervised part segmentation", "Task")}
+    found = _typed(["This enables unsupervised part segmentation of objects."])
+    assert found == [{("unsupervised part segmentation", "Task")}]
 
 
 def test_unknown_names_a_dataset_context_types_are_datasets_even_when_coined_or_sized():

@@ -148,18 +148,16 @@ class VocabularyMatcher:
         self._tokenizer = nlp.tokenizer
         self._labels: dict[int, tuple[Label, ...]] = {}
         self._matchers = (PhraseMatcher(nlp.vocab, attr="LOWER"), PhraseMatcher(nlp.vocab))
-        names = []
+        ids = nlp.vocab.strings  # a str's hash, as Doc.to_array gives ORTH and LOWER
+        split = []  # (exact, matcher key, phrase, the hashes of its tokens)
         for n, ((kind, labels), forms) in enumerate(groups.items()):
-            name = f"{kind}:{n}"
-            self._labels[nlp.vocab.strings.add(name)] = labels
-            names.append((name, kind == "cs", forms))
+            name, exact = f"{kind}:{n}", kind == "cs"
+            self._labels[ids.add(name)] = labels
+            split.extend((exact, name, form, frozenset(
+                ids[w if exact else w.lower()] for w in split_words(form)[0])) for form in forms)
         # The phrases not yet given to a matcher, by kind (case-insensitive, then exact) and
         # by the token of each that the fewest phrases share (so a common word such as
         # "learning" keys few of them and a Doc checks few): (matcher key, phrase, its tokens).
-        ids = nlp.vocab.strings  # a str's hash, as Doc.to_array gives ORTH and LOWER
-        split = [(exact, name, form,
-                  frozenset(ids[w if exact else w.lower()] for w in split_words(form)[0]))
-                 for name, exact, forms in names for form in forms]
         shared = Counter(w for *_, words in split for w in words)
         self._waiting: tuple[dict[int, list], dict[int, list]] = ({}, {})
         for exact, name, form, words in split:
@@ -176,23 +174,30 @@ class VocabularyMatcher:
             waiting = self._waiting[exact]
             ready: dict[str, list[str]] = {}
             if tokens is None:
-                seen = {w for phrases in waiting.values() for *_, words in phrases for w in words}
+                for name, form, _ in (p for phrases in waiting.values() for p in phrases):
+                    ready.setdefault(name, []).append(form)
+                waiting.clear()
             else:
-                seen = set(tokens[:, int(exact)].tolist())
-            for word in seen & waiting.keys():
-                phrases = waiting[word]
-                if not any(words <= seen for *_, words in phrases):
-                    continue
-                for name, form, words in phrases:
-                    if words <= seen:
-                        ready.setdefault(name, []).append(form)
-                left = [p for p in phrases if not p[2] <= seen]
-                if left:
-                    waiting[word] = left
-                else:
-                    del waiting[word]
+                self._take_ready(waiting, set(tokens[:, int(exact)].tolist()), ready)
             for name, forms in ready.items():
                 self._matchers[exact].add(name, list(self._tokenizer.pipe(forms)))
+
+    @staticmethod
+    def _take_ready(waiting: dict[int, list], seen: set[int], ready: dict[str, list[str]]
+                    ) -> None:
+        """Move the phrases of ``waiting`` whose tokens are all in ``seen`` to ``ready``."""
+        for word in seen & waiting.keys():
+            phrases = waiting[word]
+            if not any(words <= seen for *_, words in phrases):
+                continue
+            for name, form, words in phrases:
+                if words <= seen:
+                    ready.setdefault(name, []).append(form)
+            left = [p for p in phrases if not p[2] <= seen]
+            if left:
+                waiting[word] = left
+            else:
+                del waiting[word]
 
     def __call__(self, doc: Doc, text: str | None = None) -> list[Candidate]:
         """The candidates in ``doc`` (made by kg's tokenizer), in canonical order; ``text`` is
