@@ -437,6 +437,57 @@ def test_coordinated_and_suffixed_names_are_split_and_kept_whole():
     assert all(not alias.isdigit() for e in corpus.entities.values() for alias in e.aliases)
 
 
+def test_an_acronym_whose_letters_are_set_in_bold_is_defined_and_named():
+    # Real ICML/ICLR 2024 sentences, shortened: abstracts that bold an acronym's letters
+    # ("**P**reference", "$\\textbf{T}$est") split each word in two once markup is blanked,
+    # so "(PAIL)" found no long form; a proposed long form whose capitals are the acronym's
+    # names a method even with lower-case words in it. The long form itself, whose text holds
+    # the markup, is not a candidate; "(Nemesis)" is a word, not the plural of "Nemesi".
+    found = _typed(["In this paper, we propose a novel imitation learning algorithm, **P**reference"
+                    " **A**ided **I**mitation **L**earning from imperfect demonstrations (PAIL).",
+                    "We propose a novel framework of **A**ttention-guided **CO**ntrastive **R**ole "
+                    "representation learning for **M**ARL (**ACORM**).",
+                    "We propose $\\textbf{Un-Mix}$ing $\\textbf{T}$est-Time "
+                    "$\\textbf{N}$ormalization $\\textbf{S}$tatistics (UnMix-TNS), a method.",
+                    "We propose differentially private bias-term fine-tuning (DP-BiTFiT).",
+                    "Our R2SGrasp designs the Real-to-Sim Data Repairer (R2SRepairer) for noise."],
+                   "acronym-definition")
+    assert found[0] == {("PAIL", "Method")}
+    assert found[1] == {("ACORM", "Method")}
+    assert found[2] == {("UnMix-TNS", "Method")}
+    assert ("DP-BiTFiT", "Method") not in found[3]  # lower case, and not its capitals
+    assert not any("designs" in name for name, _ in found[4])
+    nemesis = _typed(["We propose a new method named Normalizing the soft-prompt vectors of "
+                      "vision-language models (Nemesis)."], "acronym-definition")[0]
+    assert "Nemesis" in {name for name, _ in nemesis}
+
+
+def test_a_one_word_name_after_a_naming_cue_or_a_bare_proposing_verb_is_proposed():
+    # Real ICLR 2024 sentences: a capitalised word or hyphenated compound that ends its noun
+    # phrase after "named"/"called", or that an appositive describes after "and propose" or
+    # "by introducing", is the paper's name; an adjective made of a name ("GPT-generated") or
+    # one of several listed ("namely Hiera and ViTDet") is not.
+    found = _typed(["This paper introduces a novel approach named Intra-Fusion, challenging "
+                    "this prevailing pruning paradigm.",
+                    "We propose an enhancement to a state-of-the-art SAT solver called Kissat.",
+                    "We address this need by introducing Salvage, a novel removal-based "
+                    "explainability method for image classification.",
+                    "We study low-rank models and propose Maestro, a framework for trainable "
+                    "low-rank layers.",
+                    "We introduce Mol-Instructions, a comprehensive instruction dataset.",
+                    "We verify our approach on nine Atari tasks and present GPT-generated "
+                    "explanations for policies.",
+                    "We study two state-of-the-art methods, namely Hiera and ViTDet, and find "
+                    "flaws.",
+                    "We propose a novel message-passing function called Multiset to Multiset GNN."],
+                   "proposed-name")
+    assert found[:5] == [{("Intra-Fusion", "Method")}, {("Kissat", "Method")},
+                         {("Salvage", "Method")}, {("Maestro", "Method")},
+                         {("Mol-Instructions", "Dataset")}]
+    assert not any(name in ("GPT-generated", "Hiera", "Multiset")
+                   for name, _ in found[5] | found[6] | found[7])
+
+
 def test_acronym_long_forms_with_technique_heads_are_techniques_unless_proposed():
     assert ("Empirical Risk Minimization", "Technique") in _found(
         "Models trained with Empirical Risk Minimization (ERM) fail under shift.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from kg.extract.document import Document
 from kg.extract.text import singular, singular_phrase
@@ -102,7 +103,7 @@ def inverse_acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]
                                      0.85, long_form=long_form))
             continue
         sentence = d.text[d.sentence_of(match.start()).start:match.start()]
-        type_ = _type_of_long_form(long_form, bool(PROPOSE_WORD.search(sentence)))
+        type_ = _type_of_long_form(long_form, bool(PROPOSE_WORD.search(sentence)), short)
         if type_ is None:
             continue
         out.append(Candidate(sf_span, type_, "acronym-definition", None, 0.8, long_form=long_form))
@@ -115,11 +116,12 @@ def acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> list
     out: list[Candidate] = []
     for match in ACRONYM_PAREN.finditer(d.text):
         short = match.group(1)
-        found = _long_form_of(d, match)
+        if short[1:].islower() and d.text[match.end(1)] == "s":
+            short += "s"  # "(Nemesis)" is a name, not the plural of "Nemesi" ("(LLMs)": LLM)
+        found = _long_form_of(d, match, short)
         if found is None:
             continue
-        sent, lf_start, lf_end = found
-        long_form = d.text[lf_start:lf_end]
+        sent, lf_start, lf_end, long_form = found
         if long_form.lower() == short.lower() or len(long_form) <= len(short):
             continue
         sf_start = match.start(1)
@@ -133,31 +135,75 @@ def acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> list
                                      label.concept, 0.85, long_form=long_form))
             continue
         long_form, lf_end = _trim_generic_head(long_form, short, lf_start)
-        lf_span = d.span(lf_start, lf_end)
         sentence = d.text[sent[0]:sent[1]]
-        type_ = _type_of_long_form(long_form, bool(PROPOSE_WORD.search(sentence)))
+        type_ = _type_of_long_form(long_form, bool(PROPOSE_WORD.search(sentence)), short)
         if type_ is None:
             continue
-        out.append(Candidate(lf_span, type_, "acronym-definition", None, 0.8))
+        if long_form == d.paper.text[lf_start:lf_end]:  # (not where markup is inside)
+            out.append(Candidate(d.span(lf_start, lf_end), type_, "acronym-definition", None,
+                                 0.8))
         out.append(Candidate(sf_span, type_, "acronym-definition", None, 0.8,
                              long_form=long_form))
     return out
 
 
 
-def _long_form_of(d: Document, match: re.Match) -> tuple[tuple[int, int], int, int] | None:
-    """The sentence and the (start, end) of the long form an "(ABC)" defines, if any."""
-    short = match.group(1)
+def _long_form_of(d: Document, match: re.Match, short: str
+                  ) -> tuple[tuple[int, int], int, int, str] | None:
+    """The sentence, the (start, end) and the text of the long form "(short)" defines, if
+    any."""
     if not any(ch.isupper() for ch in short) or len(short) < 2 or short.isdigit():
         return None
     sent = next(((s, e) for s, e in d.sentences if s <= match.start() < e), None)
     if sent is None:
         return None
-    before = list(WORD.finditer(d.text, sent[0], match.start()))
+    before = _joined(d, list(WORD.finditer(d.text, sent[0], match.start())))
     first = _find_long_form(before, short) if before else None
     if first is None:
         return None
-    return sent, before[first].start(), before[-1].end()
+    start, end = before[first].start(), before[-1].end()
+    if any(isinstance(w, _Word) for w in before[first:]):
+        return sent, start, end, " ".join(w.group(0) for w in before[first:])
+    return sent, start, end, d.text[start:end]
+
+
+class _Word(NamedTuple):
+    """A word put together from pieces markup split (``re.Match``'s start/end/group)."""
+
+    text: str
+    begin: int
+    finish: int
+
+    def start(self) -> int:
+        return self.begin
+
+    def end(self) -> int:
+        return self.finish
+
+    def group(self, _: int = 0) -> str:
+        return self.text
+
+
+def _joined(d: Document, words: list) -> list:
+    """Words that markup split made whole again: some abstracts set an acronym's letters in
+    bold ("**P**reference **A**ided", "$\\textbf{T}$est"), which the blanked markup would
+    split into two words each, so that "(PAIL)" would find no long form.
+
+    >>> from kg.model import Paper
+    >>> doc = Document.of(Paper(id="p", abstract="**P**reference **A**ided (PA)"))
+    >>> [w.group(0) for w in _joined(doc, list(WORD.finditer(doc.text)))]
+    ['Preference', 'Aided', 'PA']
+    """
+    out: list = []
+    for w in words:
+        prev = out[-1] if out else None
+        gap = slice(prev.end(), w.start()) if prev is not None else None
+        if gap is not None and not d.text[gap].strip() and d.paper.text[gap] \
+                and not any(ch.isspace() for ch in d.paper.text[gap]):
+            out[-1] = _Word(prev.group(0) + w.group(0), prev.start(), w.end())
+        else:
+            out.append(w)
+    return out
 
 
 def _labels_in(prior: Sequence[Candidate], start: int, end: int) -> list[Label]:
@@ -177,13 +223,16 @@ def _trim_generic_head(long_form: str, short: str, start: int) -> tuple[str, int
     return long_form, start + len(long_form)
 
 
-def _type_of_long_form(long_form: str, proposing: bool) -> str | None:
+def _type_of_long_form(long_form: str, proposing: bool, short: str = "") -> str | None:
     words = long_form.split()
     head = singular(words[-1]).lower()
     by_head = HEAD_TYPES.get(head)
     significant = [w for w in words if w.lower() not in ("of", "with", "for", "and", "the", "in",
                                                           "on", "to", "via", "from", "a")]
-    title_case = len(words) >= 2 and all(w[:1].isupper() for w in significant)
+    # Title Case, or the capitals of a name the paper proposes, spelled by the capitals of
+    # its long form ("Preference Aided Imitation Learning from imperfect demonstrations").
+    title_case = len(words) >= 2 and (all(w[:1].isupper() for w in significant)
+                                      or (proposing and _capitals_spell(short, long_form)))
     # A Title Case long form is a named method unless its head says task/dataset/metric.
     if title_case and by_head in (None, "Model"):
         return "Method" if by_head is None else "Model"
@@ -200,3 +249,23 @@ def _type_of_long_form(long_form: str, proposing: bool) -> str | None:
     if head in GENERIC_HEADS:
         return "Method"
     return "Method" if proposing and title_case else None
+
+
+def _capitals_spell(short: str, long_form: str) -> bool:
+    """Whether the short form's capitals (two or more) are the long form's, a word in capitals
+    giving its first ("for MARL": M).
+
+    >>> _capitals_spell("ACORM", "Attention-guided COntrastive Role representation learning "
+    ...                 "for MARL")
+    True
+    >>> _capitals_spell("R2SR", "R2SGrasp designs the Real-to-Sim Data Repairer")
+    False
+    >>> _capitals_spell("IL", "imitation learning")
+    False
+    """
+    capitals = [ch for ch in short if ch.isupper()]
+    spelled: list[str] = []
+    for word in re.findall(r"[A-Za-z]+", long_form):
+        spelled += word[0] if len(word) > 1 and word.isupper() else \
+            [ch for ch in word if ch.isupper()]
+    return len(capitals) >= 2 and capitals == spelled

@@ -82,18 +82,29 @@ VERSION_APART = re.compile(r"\s\d{1,2}(?:\.\d)?(?=[,;:)]|\.\s|\s+\(|\s+(?:is|are
 # "we present IN-CONTEXT PRETRAINING, a …": two to four words in capitals (the last not a
 # one- or two-letter word: "LLMS IN RL" is not cut at "IN").
 CAPS_RUN = re.compile(r"[A-Z][A-Z0-9\-]*(?:\s+[A-Z][A-Z0-9\-]*){1,3}(?<=[A-Z0-9]{3})(?![\w\-])")
-# "we propose Decor, a variant of …": one capitalised word that an appositive describes.
-WORD_APPOSITIVE = re.compile(r"[A-Z][a-z]{2,}(?=\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an|the)\s)")
+# "LLM-based", "BERT-style", "IO-aware": a name made an adjective, not a name.
+ADJECTIVE_TAIL = re.compile(r"-(?:[a-z]+ed|based|like|style|driven|aware|free|wise|level|"
+                            r"scale|specific)$")
+# "we propose Decor, a variant of …", "we introduce Mol-Instructions, a …": one capitalised
+# word (or hyphenated compound) that an appositive describes.
+WORD = r"[A-Z][a-z]{2,}(?:-[A-Za-z][a-z]+)*"
+WORD_APPOSITIVE = re.compile(WORD + r"(?=\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an|the)\s)")
+# "an approach named Intra-Fusion, challenging …", "a solver called Kissat.": after a naming
+# cue, such a word is a name where the noun phrase ends with it.
+WORD_NAMED = re.compile(WORD + r"(?=\s*[,.;:(]|\s+(?:that|which|is|was)\b)")
 
 
-def _name_at(text: str, pos: int) -> tuple[int, int] | None:
+def _name_at(text: str, pos: int, named: bool = False) -> tuple[int, int] | None:
     """A proposed name starting at ``pos``: a name token (with a release number written apart),
-    a Title Case run of 2–5 words, or one capitalised word an appositive describes."""
+    a Title Case run of 2–5 words, or one capitalised word an appositive describes or (after a
+    naming cue: ``named``) that ends its noun phrase."""
     m = NAME.match(text, pos)
     if not m:
         return None
     token = m.group(0)
     if is_name_token(token):
+        if ADJECTIVE_TAIL.search(token):  # "present GPT-generated explanations", "LLM-based"
+            return None
         caps = CAPS_RUN.match(text, m.start()) if token.isupper() else None
         if caps:  # "IN-CONTEXT PRETRAINING": a name written in capitals, word by word
             return m.start(), caps.end()
@@ -102,7 +113,7 @@ def _name_at(text: str, pos: int) -> tuple[int, int] | None:
     run = re.match(r"(?:[A-Z][\w\-]*\s+){1,4}[A-Z][\w\-]*", text[pos:])
     if run and run.group(0).split()[0] not in STOP_NAMES:
         return pos, pos + run.end()
-    word = WORD_APPOSITIVE.match(text, pos)
+    word = WORD_APPOSITIVE.match(text, pos) or (WORD_NAMED.match(text, pos) if named else None)
     if word and token not in STOP_NAMES:
         return pos, word.end()
     return None
@@ -150,7 +161,7 @@ def _after_cues(text: str) -> list[tuple]:
             # "we propose a new benchmark, called X"
             naming = NAMING_CUE.search(text, pos, min(len(text), pos + 200))
             if naming and "." not in text[pos:naming.start()]:
-                named = _name_at(text, naming.end())
+                named = _name_at(text, naming.end(), named=True)
                 if named:
                     found.append((*named, _head_type(text[pos:naming.start()]),
                                   text[pos:naming.start()].strip(" ,"), 2))
@@ -198,9 +209,8 @@ def _dubbed(d: Document) -> list[tuple]:
     text = d.text
     found: list[tuple] = []
     for m in NAMING_CUE.finditer(text):
-        named = _name_at(text, m.end())
-        if named and (is_name_token(text[named[0]:named[1]].split()[0])
-                      or " " in text[named[0]:named[1]]):
+        named = _name_at(text, m.end(), named=True)
+        if named:
             sent = d.sentence_of(m.start())
             found.append((*named, _head_type(text[sent.start:m.start()][-60:]), "", 1))
     return found
@@ -278,12 +288,14 @@ def _usage_type(text: str, key: str, found: list[tuple]) -> str | None:
     >>> text = "We propose MAgg, a method. MAgg models relations. The MAgg method wins."
     >>> _usage_type(text, "magg", [(11, 15)]) is None
     True
+    >>> _usage_type("We present the Sheared-LLaMA series.", "shearedllama", [(15, 28)])
+    'Model'
     """
     for start, end, *_ in found:
         if label_key(text[start:end].strip()) != key:
             continue
         name = text[start:end].strip()
-        flexible = re.sub(r"[\s\-]+", r"[\\s\\-]?", re.escape(name).replace("\\ ", " "))
+        flexible = r"[\s\-]?".join(map(re.escape, re.split(r"[\s\-]+", name)))
         seen = set()
         for m in re.finditer(r"(?<![\w\-])" + flexible + r"(?![\w\-])", text):
             after = text[m.end():m.end() + 30]

@@ -28,7 +28,9 @@ PROPOSE_CUE = re.compile(
     r"\b(?:we|this\s+(?:paper|work)|our\s+(?:paper|work))\s+(?:(?:first|further|then|also|"
     r"hereby|here|instead|therefore|thus|hence|now|finally|additionally)\s+)?"
     r"(?:propose|introduce|present|develop|design|devise|build|create|release|"
-    r"construct|curate|contribute|offer|formulate)[sd]?\b",
+    r"construct|curate|contribute|offer|formulate)[sd]?\b"
+    # "… and propose Maestro, a …", "by presenting Vocos, a …" (we, said before)
+    r"|\b(?:and|by)\s+(?:propos(?:e|es|ing)|introduc(?:e|es|ing)|present(?:s|ing)?)\b",
     re.IGNORECASE,
 )
 PROPOSE_WORD = re.compile(r"\b(?:propos|introduc|present|design|develop|devis)\w*", re.I)
