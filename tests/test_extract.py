@@ -488,6 +488,21 @@ def test_a_one_word_name_after_a_naming_cue_or_a_bare_proposing_verb_is_proposed
                    for name, _ in found[5] | found[6] | found[7])
 
 
+def test_a_hyphenated_name_made_with_known_names_is_one_new_name():
+    # Real ICLR/ICML 2024 names: "UCB-VI" was two vocabulary matches (UCB, and VI as
+    # variational inference), "U-MAE" a metric (MAE), "M2M-GNN" the technique GNN. A name
+    # ending in a kind of network is a model, one with a dataset in it a dataset; adjectives
+    # ("GNN-based"), plurals of a class ("MM-LLMs") and metric pairs ("TPR-FPR") stay apart.
+    found = _typed(["Transformers approximate UCB-VI for tabular Markov decision processes.",
+                    "We propose U-MAE, and M2M-GNN for heterophilic graphs.",
+                    "We evaluate on SNLI-VE and COCO-Stuff.",
+                    "We compare GNN-based methods with MM-LLMs on the TPR-FPR trade-off."])
+    assert {("UCB-VI", "Method")} <= found[0] and ("VI", "Technique") not in found[0]
+    assert {("U-MAE", "Method"), ("M2M-GNN", "Model")} <= found[1]
+    assert {("SNLI-VE", "Dataset"), ("COCO-Stuff", "Dataset")} <= found[2]
+    assert not {name for name, _ in found[3]} & {"GNN-based", "MM-LLMs", "TPR-FPR"}
+
+
 def test_acronym_long_forms_with_technique_heads_are_techniques_unless_proposed():
     assert ("Empirical Risk Minimization", "Technique") in _found(
         "Models trained with Empirical Risk Minimization (ERM) fail under shift.")

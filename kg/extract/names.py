@@ -16,12 +16,14 @@ from dataclasses import replace
 
 from kg.extract.document import Document
 from kg.extract.words import (
+    ADJECTIVE_TAIL,
     CAMEL,
     CAMEL_STOP,
     DATASET_AFTER,
     DATASET_BEFORE,
     EVALUATED_ON,
     HARDWARE_CONTEXT,
+    HYPHEN_NAME,
     MODEL_AFTER,
     NUMBER_FORMAT,
     SIZE,
@@ -85,6 +87,13 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
         elif CAMEL.match(token) and token not in CAMEL_STOP:
             # FlexMatch, MinHash, OpenLLaMA, LipSDP: a coined name, most often a method
             out.append(Candidate(span, "Method", "named-entity", None, 0.5))
+        elif known := _known_parts(index, token):
+            # "PO-RLHF", "UCB-VI": a name made with known ones is a new one, not matches of
+            # its parts ("VI", variational inference); "SNLI-VE" is a dataset, "G-SchNet" and
+            # "M2M-GNN" models.
+            type_ = "Model" if MODEL_TAIL.search(token) else next(
+                (t for t in ("Dataset", "Model") if t in known), "Method")
+            out.append(Candidate(span, type_, "named-entity", None, 0.5))
         elif NUMBER_FORMAT.match(token):
             continue
         elif re.match(r"\s+(?:baselines?|algorithms?|policy|policies|planners?|solvers?)\b",
@@ -92,6 +101,35 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
             # "surpasses the RVT baseline", "the PPO algorithm": a method by name
             out.append(Candidate(span, "Method", "context-method", None, 0.65))
     return out
+
+
+def _known_parts(index: LabelIndex, token: str) -> set[str] | None:
+    """The types of the vocabulary's names among the hyphen-joined parts of ``token`` ("GP",
+    "UCB" in "GP-UCB"; "CIFAR-10" in "CIFAR-10-W"), or None when ``token`` is not such a name:
+    the vocabulary knows it whole, no part is known, it ends as an adjective ("GNN-based"), it
+    is a plural ("MM-LLMs", "CS-CNNs": a class, or the plural of a defined acronym), or it
+    joins known metrics only ("TPR-FPR": both are meant).
+
+    >>> from kg.vocab import load_vocabulary
+    >>> index = LabelIndex(load_vocabulary())
+    >>> [_known_parts(index, t) for t in ("SNLI-VE", "LLM-based", "COVID-19", "MM-LLMs",
+    ...                                   "TPR-FPR")]
+    [{'Dataset'}, None, None, None, None]
+    """
+    if not HYPHEN_NAME.fullmatch(token) or ADJECTIVE_TAIL.search(token) or \
+            re.search(r"[A-Z]s$", token) or index.lookup(token):
+        return None
+    parts = token.split("-")
+    types = {label.type for i in range(len(parts)) for j in range(i + 1, len(parts) + 1)
+             if j - i < len(parts) for label in index.lookup("-".join(parts[i:j]))}
+    if all(index.lookup(part) for part in parts) and types == {"Metric"}:
+        return None
+    return types or None
+
+
+# "M2M-GNN", "MCU-Net", "KNN-LM": a name ending in a kind of network is a model.
+MODEL_TAIL = re.compile(r"-(?:[A-Z]*NNs?|[A-Za-z]*Nets?|[A-Z]*LMs?|[A-Za-z]*formers?|GPT|BERT|"
+                        r"ViT)$")
 
 
 # "seven datasets …: ToyMix, LargeMix and UltraLarge", "benchmarks such as X and Y": names

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from kg.extract.document import Document
 from kg.extract.text import singular
 from kg.extract.words import (
+    ADJECTIVE_TAIL,
     APPOSITIVE,
     DATASET_AFTER,
     DATASET_HEADS,
@@ -82,9 +83,6 @@ VERSION_APART = re.compile(r"\s\d{1,2}(?:\.\d)?(?=[,;:)]|\.\s|\s+\(|\s+(?:is|are
 # "we present IN-CONTEXT PRETRAINING, a …": two to four words in capitals (the last not a
 # one- or two-letter word: "LLMS IN RL" is not cut at "IN").
 CAPS_RUN = re.compile(r"[A-Z][A-Z0-9\-]*(?:\s+[A-Z][A-Z0-9\-]*){1,3}(?<=[A-Z0-9]{3})(?![\w\-])")
-# "LLM-based", "BERT-style", "IO-aware": a name made an adjective, not a name.
-ADJECTIVE_TAIL = re.compile(r"-(?:[a-z]+ed|based|like|style|driven|aware|free|wise|level|"
-                            r"scale|specific)$")
 # "we propose Decor, a variant of …", "we introduce Mol-Instructions, a …": one capitalised
 # word (or hyphenated compound) that an appositive describes.
 WORD = r"[A-Z][a-z]{2,}(?:-[A-Za-z][a-z]+)*"

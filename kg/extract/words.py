@@ -158,6 +158,13 @@ WordPress DeepSeek ChatBot AutoML PhD PhDs NeurIPS ICLR ICML CoRL OpenReview ArX
 """.split())  # noqa: SIM905
 
 
+# "LLM-based", "BERT-style", "IO-aware", "CLIP-Guided": a name made an adjective, not a name.
+ADJECTIVE_TAIL = re.compile(r"-(?:[a-z]+ed|based|like|style|driven|aware|free|wise|level|"
+                            r"scale|specific|type)$", re.IGNORECASE)
+# "GP-UCB", "PO-RLHF", "SNLI-VE": parts each a name, joined by hyphens.
+HYPHEN_NAME = re.compile(r"[A-Z0-9][A-Za-z0-9]*(?:-[A-Z0-9][A-Za-z0-9]*)+")
+
+
 # Which rule wins an overlap of equal length, and how sure each rule is of its type.
 RULE_PRIORITY = {
     "acronym-definition": 6, "proposed-name": 5, "vocabulary": 4, "acronym-use": 4,
