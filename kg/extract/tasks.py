@@ -39,7 +39,9 @@ def task_phrases(d: Document, prior: Sequence[Candidate]) -> list[Candidate]:
             continue
         last_end = head.end()
         words = m.group(0).split()
-        while words and (words[0] in TASK_STOP or words[0].endswith("ly")):
+        # (a leading participle describes the task: "enable localized watermark detection")
+        while words and (words[0] in TASK_STOP or words[0].endswith("ly") or (
+                words[0].endswith("ed") and not SUPERVISED.fullmatch(words[0]))):
             words.pop(0)
         if not words or any(w in TASK_STOP or (w.endswith(("ly", "ed")) and
                                                not SUPERVISED.fullmatch(w)) for w in words):

@@ -143,7 +143,8 @@ strong stronger weak zero-shot few-shot one-shot open-ended do does not can coul
 will would should must also only even then thus hence enable enables enabling achieve achieves
 improve improves improving perform performs through upon within without toward towards
 demonstrate demonstrates show shows study studies studying allow allows make makes require
-requires support supports facilitate facilitates yield yields provide provides
+requires support supports facilitate facilitates yield yields provide provides impressive
+remarkable promising superior excellent outstanding significant substantial competitive
 optimal complete fixed-size online offline accurate precise reliable stable proficient
 arbitrary specific particular certain typical successful successive subsequent
 """.split())  # noqa: SIM905 (a word list reads better as text)
