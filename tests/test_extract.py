@@ -646,6 +646,21 @@ def test_a_negated_reliance_or_a_rejected_assumption_is_a_mention_not_a_use():
     assert "usesTechnique" in kept["p"]
 
 
+def test_a_sentence_ends_at_a_period_with_no_space_after_it():
+    # ICLR 2024 (Intra-Fusion), as written: 310 of its 2,260 abstracts lose the space after a
+    # period somewhere. The run-on "sentence" gave the pruning paper's fine-tuning use as
+    # evidence a sentence that names it only to do without it; a hyphenated adjective
+    # ("resource-intensive") between a negation and its technique kept the negation away.
+    text = ("Pruning conventionally needs no extra data. This paper introduces a novel approach "
+            "named Intra-Fusion, challenging this prevailing pruning paradigm.Notably, our "
+            "approach achieves substantial accuracy recovery without the need for "
+            "resource-intensive fine-tuning, making it efficient.")
+    found = _predicates([Paper(id="p", abstract=text)], "fine-tuning")
+    assert found["p"] == {"mentions"}
+    ex = Extractor().extract_one(Paper(id="p", abstract=text))
+    assert len(ex.sentences) == 3
+
+
 def test_hedged_and_attributed_prior_work_is_a_mention_not_a_use():
     texts = {
         "quantization": [

@@ -91,16 +91,17 @@ def singular_phrase(phrase: str) -> str:
 
 # A sentence ends at . ! ? (or a line break, e.g. after a title) followed by a capital, digit
 # or bracket — not after the abbreviations that keep a sentence going.
-SENTENCE_BREAK = re.compile(r"[.!?]\s+(?=[A-Z0-9(\[\"'])|\n+")
+# (Many OpenReview abstracts lose the space after a period: "this paradigm.Unlike existing")
+SENTENCE_BREAK = re.compile(r"[.!?]\s+(?=[A-Z0-9(\[\"'])|\n+|(?<=[a-z]{2})[.!?](?=[A-Z][a-z])")
 ABBREVIATION = re.compile(r"(?:\be\.g|\bi\.e|\bet al|\bvs|\bcf|\bFig|\bEq|\bresp|\bapprox)\.$")
 
 
 def sentence_offsets(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence, trailing spaces excluded.
 
-    >>> t = "We use caching, e.g. KV caches. It works!\\nNext"
+    >>> t = "We use caching, e.g. KV caches. It works!\\nNext.Then on"
     >>> [t[s:e] for s, e in sentence_offsets(t)]
-    ['We use caching, e.g. KV caches.', 'It works!', 'Next']
+    ['We use caching, e.g. KV caches.', 'It works!', 'Next.', 'Then on']
     """
     out: list[tuple[int, int]] = []
     start = 0

@@ -203,7 +203,7 @@ NOT_USED_BEFORE = re.compile(
     r"(?:\s+(?:relying|depending|requiring|using|needing|resorting|recourse|need|needs|for|on|"
     r"to|of|the|a|an|any|costly|expensive|explicit|additional|extra|full|standard|"
     r"conventional|traditional|existing|prior|previous|vanilla|naive|heavy|large|complex|"
-    r"separate|dedicated|external|specialized|local|global|per-\w+|\w+-based|\w+-specific))*"
+    r"separate|dedicated|external|specialized|local|global|per-\w+|[a-z]+(?:-[a-z]+)+))*"
     r"\s+$)",
     re.IGNORECASE)
 # A title that opens, or goes on after a colon, with "No X" or "Without X" ("No Cache, No
