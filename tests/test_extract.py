@@ -646,6 +646,24 @@ def test_a_negated_reliance_or_a_rejected_assumption_is_a_mention_not_a_use():
     assert "usesTechnique" in kept["p"]
 
 
+def test_what_a_field_often_relies_on_is_a_mention_not_a_use():
+    # ICLR/ICML 2024 sentences that counted as uses: a generalisation about others ("often
+    # rely on", "typically requires", "conventionally relies on"), its subject and its object.
+    found = _predicates([
+        Paper(id="a", abstract="However, these methods often rely on supervised learning, "
+                               "which misses locality."),
+        Paper(id="b", abstract="Structural pruning conventionally relies on discarding neurons,"
+                               " which necessitates subsequent fine-tuning."),
+        Paper(id="c", abstract="Our method typically requires only one round of fine-tuning.")],
+        "supervised-learning")
+    assert found["a"] == {"mentions"}
+    tuned = _predicates([Paper(id="b", abstract="Structural pruning conventionally relies on "
+                               "discarding neurons, which necessitates subsequent fine-tuning."),
+                         Paper(id="c", abstract="Our method typically requires only one round "
+                               "of fine-tuning.")], "fine-tuning")
+    assert tuned["b"] == {"mentions"} and "usesTechnique" in tuned["c"]
+
+
 def test_a_sentence_ends_at_a_period_with_no_space_after_it():
     # ICLR 2024 (Intra-Fusion), as written: 310 of its 2,260 abstracts lose the space after a
     # period somewhere. The run-on "sentence" gave the pruning paper's fine-tuning use as

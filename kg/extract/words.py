@@ -237,7 +237,10 @@ PRIOR_WORK_BEFORE = re.compile(
     r"usually)\s+used\s+(?:to|for|in)|proposed\s+(?:so\s+far|previously|in\s+the\s+"
     r"literature)|et\s+al\.?\s*(?:\(\d{4}\w?\))?\s*,?\s+(?:who|which)|(?:was|were|(?:has|have)\s+"
     r"been)\s+(?:only\s+)?(?:partially|previously)\s+(?:verified|validated|confirmed|shown|"
-    r"tested|studied|observed|demonstrated))\b",
+    r"tested|studied|observed|demonstrated)"
+    # "… (not we) often rely on X": what others generally need
+    r"|^(?:(?!\b(?:we|our|this|here)\b)[^;:])*?\b(?:often|typically|usually|conventionally|"
+    r"traditionally|generally|commonly)\s+(?:rel(?:y|ies)\s+on|requires?|depends?\s+on))\b",
     re.IGNORECASE)
 # Background: a sentence about the field, not this paper ("LLMs have shown…", "RL has been
 # applied to…", "Recent advances in X…"). What it names as its subject is a mention: hub
@@ -255,7 +258,10 @@ BACKGROUND_VERB = re.compile(
     r"extensively\s+)?(?:applied|used|adopted|deployed|employed|studied|explored))|(?:are|is)\s+"
     r"(?:increasingly|widely|commonly)\s+(?:used|adopted|deployed|employed|applied)|(?:show|"
     r"exhibit|demonstrate|achieve)s?\s+(?:remarkable|impressive|great|strong|promising|"
-    r"exceptional|outstanding|significant|tremendous|substantial)|excels?\s+(?:at|in))\b",
+    r"exceptional|outstanding|significant|tremendous|substantial)|excels?\s+(?:at|in)|"
+    # "RL usually relies on …", "Diffusion models often require …": what a field generally does
+    r"(?:often|typically|usually|conventionally|traditionally|generally|commonly)\s+"
+    r"(?:rel(?:y|ies)|requires?|depends?))\b",
     re.IGNORECASE)
 # A negated reliance reaches over its object's clause: "does not rely on the assumption that
 # the operator is L-Lipschitz", "does not require access to a KV cache" (not past "and", "but",
