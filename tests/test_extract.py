@@ -461,8 +461,17 @@ def test_an_acronym_whose_letters_are_set_in_bold_is_defined_and_named():
     assert found[0] == {("PAIL", "Method")}
     assert found[1] == {("ACORM", "Method")}
     assert found[2] == {("UnMix-TNS", "Method")}
-    assert ("DP-BiTFiT", "Method") not in found[3]  # lower case, and not its capitals
+    assert ("DP-BiTFiT", "Method") in found[3]  # lower case, but named by "we propose"
     assert not any("designs" in name for name, _ in found[4])
+    used = _typed(["We fine-tune with differentially private bias-term fine-tuning "
+                   "(DP-BiTFiT)."], "acronym-definition")[0]
+    assert ("DP-BiTFiT", "Technique") in used
+    from kg.pipeline import extract_all
+
+    result = resolve(extract_all([Paper("p", "We propose differentially private bias-term "
+                                            "fine-tuning (DP-BiTFiT). DP-BiTFiT is fast.")]))
+    assert ("proposes", "method/differentially-private-bias-term-fine-tuning") in {
+        (r.predicate, r.object) for r in result.results[0].relations}
     nemesis = _typed(["We propose a new method named Normalizing the soft-prompt vectors of "
                       "vision-language models (Nemesis)."], "acronym-definition")[0]
     assert "Nemesis" in {name for name, _ in nemesis}

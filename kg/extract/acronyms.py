@@ -21,6 +21,7 @@ from kg.extract.words import (
     HEAD_TYPES,
     PROPOSE_WORD,
     WORD,
+    named_by_cue,
 )
 from kg.labels import Label, LabelIndex, is_acronym_like
 from kg.model import Candidate, EntityType
@@ -137,6 +138,8 @@ def acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> list
         long_form, lf_end = _trim_generic_head(long_form, short, lf_start)
         sentence = d.text[sent[0]:sent[1]]
         type_ = _type_of_long_form(long_form, bool(PROPOSE_WORD.search(sentence)), short)
+        if type_ == EntityType.TECHNIQUE and named_by_cue(d.text, lf_start):
+            type_ = EntityType.METHOD.value  # "We propose differentially private … (DP-BiTFiT)"
         if type_ is None:
             continue
         if long_form == d.paper.text[lf_start:lf_end]:  # (not where markup is inside)

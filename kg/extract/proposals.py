@@ -34,6 +34,7 @@ from kg.extract.words import (
     PROPOSE_WORD,
     STOP_NAMES,
     is_name_token,
+    named_by_cue,
 )
 from kg.labels import LabelIndex, label_key
 from kg.model import Candidate
@@ -139,6 +140,11 @@ def proposals(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> Pro
         proposed.add(label_key(name))
         if label is None:
             label = f"{name}: {description}" if description else name
+    # "We propose differentially private bias-term fine-tuning (DP-BiTFiT)": the long form an
+    # acronym defines right after a proposing cue is the paper's too.
+    proposed.update(label_key(c.span.text) for c in prior if c.rule == "acronym-definition"
+                    and c.concept is None and c.long_form is None
+                    and named_by_cue(text, c.span.start))
     return Proposals(tuple(out), typed, frozenset(proposed), label)
 
 

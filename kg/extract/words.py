@@ -54,6 +54,18 @@ DETERMINERS = re.compile(
     r"large-scale|comprehensive|powerful|training-free|plug-and-play)\s+)*",
     re.IGNORECASE,
 )
+def named_by_cue(text: str, start: int) -> bool:
+    """Whether the long form starting at ``start`` is what "we propose / introduce …" names.
+
+    >>> t = "We propose differentially private bias-term fine-tuning (DP-BiTFiT)."
+    >>> named_by_cue(t, 11), named_by_cue("We use bias-term fine-tuning (BiTFiT).", 7)
+    (True, False)
+    """
+    before = text[max(0, start - 60):start]
+    return any(cue.end() == len(before) or DETERMINERS.fullmatch(before, cue.end())
+               for cue in PROPOSE_CUE.finditer(before))
+
+
 HEAD_STOP = {
     "that", "which", "for", "to", "of", "designed", "with", "in", "on", "by", "where", "and",
     "from", "using", "based", "via", "capable", "able", "built", "tailored", "consisting",
