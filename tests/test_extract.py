@@ -165,10 +165,14 @@ def test_unknown_names_a_dataset_context_types_are_datasets_even_when_coined_or_
     found = _typed(["Our data is 13 times larger than the quantum-only QM1B dataset.",
                     "We present seven datasets grouped by size: ToyMix, LargeMix and UltraLarge.",
                     "We search on NAS-Bench-201 and TransNAS-Bench-101.",
-                    "We validate on real datasets with sketches including CountSketch."])
+                    "We validate on real datasets with sketches including CountSketch.",
+                    "We evaluate it on two benchmark datasets, HM-EQA and OpenEQA, in simulation. "
+                    "Across a wide range of benchmarks, GPSE-enhanced models win."])
     assert ("QM1B", "Dataset") in found[0]
     assert {("ToyMix", "Dataset"), ("LargeMix", "Dataset"), ("UltraLarge", "Dataset")} <= found[1]
     assert ("TransNAS-Bench-101", "Dataset") in found[2]
+    assert {("HM-EQA", "Dataset"), ("OpenEQA", "Dataset")} <= found[4]
+    assert not any(name == "GPSE-enhanced" and type_ == "Dataset" for name, type_ in found[4])
     assert ("CountSketch", "Dataset") not in found[3]
 
 

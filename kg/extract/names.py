@@ -133,9 +133,10 @@ MODEL_TAIL = re.compile(r"-(?:[A-Z]*NNs?|[A-Za-z]*Nets?|[A-Z]*LMs?|[A-Za-z]*form
 
 
 # "seven datasets …: ToyMix, LargeMix and UltraLarge", "benchmarks such as X and Y": names
-# listed right after the word datasets or benchmarks.
+# listed right after the word datasets or benchmarks; after a comma ("two benchmark datasets,
+# HM-EQA and OpenEQA") only names in a list (``list_after_comma``).
 DATASET_LIST = re.compile(r"\b(?:datasets|benchmarks)\b(?:(?!\b(?:with|using|via)\b)"
-                          r"[^.;:]){0,80}?(?::|\bsuch\s+as|\bincluding|\bnamely)\s*"
+                          r"[^.;:]){0,80}?(?::|(?P<comma>,)|\bsuch\s+as|\bincluding|\bnamely)\s*"
                           r"(?:[A-Z][\w\-.]*\s*(?:,\s*and|,\s*or|,|and|or)\s*)*$")
 
 
@@ -148,5 +149,19 @@ def _dataset_evidence(token: str, before: str, after: str, listed: bool, sentenc
                 or (EVALUATED_ON.search(before) is not None
                     and not re.fullmatch(r"[A-Z]+s?", token))
                 or (("datasets" in sentence or "benchmarks" in sentence)
-                    and DATASET_LIST.search(sentence[-200:]) is not None))
+                    and _listed_as_dataset(sentence[-200:], after)))
+
+
+def _listed_as_dataset(before: str, after: str) -> bool:
+    """Whether a name ends a list of datasets ``before`` it (a list after a comma only when
+    the name is one of several: "across benchmarks, GPSE-enhanced models" is no list).
+
+    >>> _listed_as_dataset("on two benchmark datasets, ", " and OpenEQA")
+    True
+    >>> _listed_as_dataset("across a wide range of benchmarks, ", " models can")
+    False
+    """
+    m = DATASET_LIST.search(before)
+    return m is not None and (m.group("comma") is None or m.end("comma") < len(before.rstrip())
+                              or re.match(r"\s*(?:,|and\b|or\b)", after) is not None)
 
