@@ -686,8 +686,11 @@ def test_a_sentence_ends_at_a_period_with_no_space_after_it():
             "named Intra-Fusion, challenging this prevailing pruning paradigm.Notably, our "
             "approach achieves substantial accuracy recovery without the need for "
             "resource-intensive fine-tuning, making it efficient.")
-    found = _predicates([Paper(id="p", abstract=text)], "fine-tuning")
-    assert found["p"] == {"mentions"}
+    found = _predicates([Paper(id="p", abstract=text),
+                         Paper(id="q", abstract="Models solve unseen tasks from prompts without "
+                                                "further parameters fine-tuning.")],
+                        "fine-tuning")
+    assert found["p"] == found["q"] == {"mentions"}
     ex = Extractor().extract_one(Paper(id="p", abstract=text))
     assert len(ex.sentences) == 3
 

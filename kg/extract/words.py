@@ -213,7 +213,8 @@ NOT_USED_BEFORE = re.compile(
     r"bypass\w*|circumvent\w*|dispens\w+\s+with|alternatives?\s+to|replac(?:e|es|ed|ing)|"
     r"compared\s+(?:to|with)|in\s+comparison\s+(?:to|with)|than|no)"
     r"(?:\s+(?:relying|depending|requiring|using|needing|resorting|recourse|need|needs|for|on|"
-    r"to|of|the|a|an|any|costly|expensive|explicit|additional|extra|full|standard|"
+    r"to|of|the|a|an|any|such|further|more|model|models|parameters?|weights?|human|manual|"
+    r"costly|expensive|explicit|additional|extra|full|standard|"
     r"conventional|traditional|existing|prior|previous|vanilla|naive|heavy|large|complex|"
     r"separate|dedicated|external|specialized|local|global|per-\w+|[a-z]+(?:-[a-z]+)+))*"
     r"\s+$)",
