@@ -118,10 +118,13 @@ def test_a_proposed_name_takes_the_type_its_description_and_agreeing_uses_give()
     found = _typed(["We present AbX, a new score-based diffusion generative model guided by "
                     "evolutionary constraints for antibody design.",
                     "We introduce Transformer-VQ, a decoder-only transformer with dense attention.",
+                    "We curate GRIT, a comprehensive refer-and-ground instruction tuning dataset "
+                    "including 1.1M samples.",
                     "We propose MAgg, a method to augment machine learning models. MAgg models "
                     "metamorphic relations. We evaluate the proposed MAgg method on three tasks."],
                    "proposed-name")
-    assert found == [{("AbX", "Model")}, {("Transformer-VQ", "Model")}, {("MAgg", "Method")}]
+    assert found == [{("AbX", "Model")}, {("Transformer-VQ", "Model")}, {("GRIT", "Dataset")},
+                     {("MAgg", "Method")}]
 
 
 def test_a_name_written_in_capitals_is_proposed_whole_after_any_proposing_cue():
@@ -151,7 +154,8 @@ def test_a_task_phrase_may_say_how_it_is_supervised():
     # "-ed" words end a phrase ("a … model guided by"), but "unsupervised" names a kind of task;
     # a participle or a word of praise before the phrase is not part of it ("text-based audio
     # editing" in an ICLR 2024 title was lost whole; "exhibits superior recognition" was one).
-    found = _typed(["This enables unsupervised part segmentation of objects.",
+    found = _typed(["This enables unsupervised part segmentation of objects in four editing "
+                    "tasks.",
                     "A localization loss enables localized reflectance estimation.",
                     "The model exhibits superior recognition and impressive detection."],
                    "task-phrase")

@@ -70,6 +70,8 @@ HEAD_STOP = {
     "that", "which", "for", "to", "of", "designed", "with", "in", "on", "by", "where", "and",
     "from", "using", "based", "via", "capable", "able", "built", "tailored", "consisting",
     "specifically", "aimed", "inspired", "grounded", "leveraging", "named", "called", "dubbed",
+    "including", "containing", "comprising", "featuring", "spanning", "covering", "whose",
+    "across", "over", "at", "as", "into", "under", "within", "between", "through",
 }
 DATASET_HEADS = {"benchmark", "dataset", "corpus", "suite", "testbed", "collection",
                   "leaderboard", "bench", "data", "arena"}
@@ -147,6 +149,7 @@ TASK_STOP = set("""
 a an the of for in on and or to with by from as at via into over under between across than is
 are be been was were this that these those our their its his her such which whose what
 efficient effective accurate robust better improved existing downstream various many several
+two three four five six seven eight nine ten numerous
 multiple different other new novel challenging complex real-world large-scale fine-grained
 high-quality low-quality high low fast faster scalable general generic standard proposed based
 learned trained training test testing inference joint end-to-end simple more most less first
