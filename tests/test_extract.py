@@ -511,6 +511,22 @@ def test_a_one_word_name_after_a_naming_cue_or_a_bare_proposing_verb_is_proposed
                    for name, _ in found[5] | found[6] | found[7])
 
 
+def test_a_papers_own_acronym_and_naming_words_decide_what_its_names_are():
+    # CoRL 2024 sentences: "IS" defined as importance sampling was the Inception Score where
+    # the paper used it again; "PAWS-Data: an extensive dataset" (a colon) was a Method; the
+    # long form after "namely" was the paper's method but not proposed.
+    found = _typed(["We compare with importance sampling (IS) baselines. BAMS beats IS.",
+                    "We also contribute PAWS-Data: an extensive dataset gathered with PAWS."])
+    assert ("IS", "Metric") not in found[0] and ("IS", "Technique") in found[0]
+    assert ("PAWS-Data", "Dataset") in found[1]
+    from kg.pipeline import extract_all
+
+    result = resolve(extract_all([Paper("p", "We propose a novel control approach, namely "
+                                             "Control with Patterns (CWP), for stability.")]))
+    assert "proposes" in {r.predicate for r in result.results[0].relations
+                          if r.object == "method/control-with-patterns"}
+
+
 def test_a_hyphenated_name_made_with_known_names_is_one_new_name():
     # Real ICLR/ICML 2024 names: "UCB-VI" was two vocabulary matches (UCB, and VI as
     # variational inference), "U-MAE" a metric (MAE), "M2M-GNN" the technique GNN. A name

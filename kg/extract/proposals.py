@@ -178,8 +178,8 @@ def _described(text: str, named: tuple[int, int]) -> tuple[str, str, int]:
     """A proposed name's type, description and strength of the type evidence, from what
     follows it: ", a benchmark for …", "the W4NT3D benchmark", else its own head word."""
     tail = text[named[1]:named[1] + 160]
-    appos = APPOSITIVE.match(tail) or re.match(r"\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an)\s",
-                                                 tail)
+    appos = APPOSITIVE.match(tail) or re.match(r"\s*(?:\([^)]{1,80}\)\s*)?[,:]\s+(?:a|an)\s",
+                                                 tail)  # "X, a …", "PAWS-Data: an … dataset"
     description = ""
     if appos:
         description = re.split(r"[.;]", tail[appos.start():].lstrip(" ,"), maxsplit=1)[0]

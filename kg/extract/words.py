@@ -55,15 +55,19 @@ DETERMINERS = re.compile(
     re.IGNORECASE,
 )
 def named_by_cue(text: str, start: int) -> bool:
-    """Whether the long form starting at ``start`` is what "we propose / introduce …" names.
+    """Whether the long form starting at ``start`` is what "we propose / introduce …" or
+    "… namely / called" names.
 
     >>> t = "We propose differentially private bias-term fine-tuning (DP-BiTFiT)."
     >>> named_by_cue(t, 11), named_by_cue("We use bias-term fine-tuning (BiTFiT).", 7)
     (True, False)
+    >>> named_by_cue("a control approach, namely Control with Patterns (CWP)", 27)
+    True
     """
     before = text[max(0, start - 60):start]
     return any(cue.end() == len(before) or DETERMINERS.fullmatch(before, cue.end())
-               for cue in PROPOSE_CUE.finditer(before))
+               for cue in PROPOSE_CUE.finditer(before)) or any(
+        cue.end() == len(before) for cue in NAMING_CUE.finditer(before))
 
 
 HEAD_STOP = {
@@ -183,7 +187,9 @@ HYPHEN_NAME = re.compile(r"[A-Z0-9][A-Za-z0-9]*(?:-[A-Z0-9][A-Za-z0-9]*)+")
 
 # Which rule wins an overlap of equal length, and how sure each rule is of its type.
 RULE_PRIORITY = {
-    "acronym-definition": 6, "proposed-name": 5, "vocabulary": 4, "acronym-use": 4,
+    # (a paper's own acronym wins its later uses from the vocabulary: "importance sampling
+    # (IS) … IS baselines" is not the Inception Score)
+    "acronym-definition": 6, "proposed-name": 5, "acronym-use": 5, "vocabulary": 4,
     "vocabulary-version": 4, "proposed-name-use": 3, "context-model": 2, "context-dataset": 2,
     "context-hardware": 2, "context-method": 2, "context-metric": 2, "named-entity": 1,
     "task-phrase": 1, "term": 1,
