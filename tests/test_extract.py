@@ -502,13 +502,19 @@ def test_a_one_word_name_after_a_naming_cue_or_a_bare_proposing_verb_is_proposed
                     "explanations for policies.",
                     "We study two state-of-the-art methods, namely Hiera and ViTDet, and find "
                     "flaws.",
-                    "We propose a novel message-passing function called Multiset to Multiset GNN."],
+                    "We propose a novel message-passing function called Multiset to Multiset GNN.",
+                    "We propose a method termed Stacked Deep Sets and Quantile Pooling."],
                    "proposed-name")
     assert found[:5] == [{("Intra-Fusion", "Method")}, {("Kissat", "Method")},
                          {("Salvage", "Method")}, {("Maestro", "Method")},
                          {("Mol-Instructions", "Dataset")}]
     assert not any(name in ("GPT-generated", "Hiera", "Multiset")
                    for name, _ in found[5] | found[6] | found[7])
+    # Title Case names joined by a function word are one name; one ending in GNN a model.
+    assert found[7:] == [{("Multiset to Multiset GNN", "Model")},
+                         {("Stacked Deep Sets and Quantile Pooling", "Method")}]
+    fedgf = _typed(["We propose a method called Federated Learning for Global Flatness (FedGF)."])
+    assert ("Federated Learning for Global Flatness", "Method") in fedgf[0]
 
 
 def test_a_papers_own_acronym_and_naming_words_decide_what_its_names_are():

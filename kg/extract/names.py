@@ -84,7 +84,7 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
             last_dataset_end = m.end()
         elif SIZE.search(token) or (MODEL_AFTER.match(after) and not token.isupper()):
             out.append(Candidate(span, "Model", "context-model", None, 0.65))
-        elif CAMEL.match(token) and token not in CAMEL_STOP:
+        elif CAMEL.match(token) and token not in CAMEL_STOP and not ADJECTIVE_TAIL.search(token):
             # FlexMatch, MinHash, OpenLLaMA, LipSDP: a coined name, most often a method
             out.append(Candidate(span, "Method", "named-entity", None, 0.5))
         elif known := _known_parts(index, token):

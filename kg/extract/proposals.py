@@ -109,9 +109,16 @@ def _name_at(text: str, pos: int, named: bool = False) -> tuple[int, int] | None
             return m.start(), caps.end()
         version = VERSION_APART.match(text, m.end())
         return m.start(), version.end() if version else m.end()
-    run = re.match(r"(?:[A-Z][\w\-]*\s+){1,4}[A-Z][\w\-]*", text[pos:])
+    # (a function word may join Title Case words: "Federated Learning for Global Flatness")
+    run = re.match(r"(?:[A-Z][\w\-]*[ \t]+(?:(?:for|of|with|and|in|on|to|via)[ \t]+"
+                   r"(?=[A-Z][a-z]))?){1,7}[A-Z][\w\-]*", text[pos:])
     if run and run.group(0).split()[0] not in STOP_NAMES:
-        return pos, pos + run.end()
+        name = run.group(0)
+        halves = name.split(" and ", 1)
+        if len(halves) == 2 and min(len(h.split()) for h in halves) < 2:
+            name = halves[0]  # "Hiera and ViTDet": two names; "Deep Sets and Quantile Pooling"
+        if " " in name:
+            return pos, pos + len(name)
     word = WORD_APPOSITIVE.match(text, pos) or (WORD_NAMED.match(text, pos) if named else None)
     if word and token not in STOP_NAMES:
         return pos, word.end()
@@ -129,6 +136,8 @@ def proposals(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> Pro
     seen: set[tuple[int, int]] = set()
     for start, end, _, description, _ in found:
         name = text[start:end].strip()
+        if d.paper.text[start:start + len(name)] != name:
+            continue  # markup inside: "Neur}$on $\underline{Rev}$italization" is not a name
         type_ = typed[label_key(name)]
         end = start + len(name)
         if (start, end) in seen or not name or name.lower() in ("it", "this", "them"):
@@ -167,11 +176,19 @@ def _after_cues(text: str) -> list[tuple]:
             if naming and "." not in text[pos:naming.start()]:
                 named = _name_at(text, naming.end(), named=True)
                 if named:
-                    found.append((*named, _head_type(text[pos:naming.start()]),
+                    found.append((*named, _named_type(text, named, text[pos:naming.start()]),
                                   text[pos:naming.start()].strip(" ,"), 2))
             continue
         found.append((*named, *_described(text, named)))
     return found
+
+
+def _named_type(text: str, named: tuple[int, int], before: str) -> str:
+    """The type of a name given after a naming cue: its own head word when that says model or
+    dataset ("a message-passing function called Multiset to Multiset GNN"), else the head of
+    what the cue follows."""
+    own = _head_type(text[named[0]:named[1]].split()[-1])
+    return own if own != "Method" else _head_type(before)
 
 
 def _described(text: str, named: tuple[int, int]) -> tuple[str, str, int]:
@@ -216,7 +233,8 @@ def _dubbed(d: Document) -> list[tuple]:
         named = _name_at(text, m.end(), named=True)
         if named:
             sent = d.sentence_of(m.start())
-            found.append((*named, _head_type(text[sent.start:m.start()][-60:]), "", 1))
+            found.append((*named, _named_type(text, named, text[sent.start:m.start()][-60:]),
+                          "", 1))
     return found
 
 

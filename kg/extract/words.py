@@ -80,7 +80,7 @@ HEAD_STOP = {
 DATASET_HEADS = {"benchmark", "dataset", "corpus", "suite", "testbed", "collection",
                   "leaderboard", "bench", "data", "arena"}
 MODEL_HEADS = {"model", "llm", "network", "architecture", "transformer", "backbone",
-                "foundation", "encoder", "decoder", "vlm", "mllm"}
+                "foundation", "encoder", "decoder", "vlm", "mllm", "gnn", "cnn", "rnn", "net"}
 
 # The type a head word gives a phrase: "causal effect estimation" is a Task, "contrastive
 # learning" a Technique, "success rate" a Metric. Used by the acronym, task and term rules.
