@@ -480,6 +480,12 @@ def test_an_acronym_whose_letters_are_set_in_bold_is_defined_and_named():
                                             "fine-tuning (DP-BiTFiT). DP-BiTFiT is fast.")]))
     assert ("proposes", "method/differentially-private-bias-term-fine-tuning") in {
         (r.predicate, r.object) for r in result.results[0].relations}
+    # A digit between letters stands for a word ("Recall to Imagine (R2I)"); a version number
+    # does not ("ResNet-56" is no acronym of "results obtained using neural networks").
+    digits = _typed(["We propose Recall to Imagine (R2I), a method for memory tasks.",
+                     "We report results obtained using neural networks (ResNet-56)."],
+                    "acronym-definition")
+    assert ("R2I", "Method") in digits[0] and not digits[1]
     nemesis = _typed(["We propose a new method named Normalizing the soft-prompt vectors of "
                       "vision-language models (Nemesis)."], "acronym-definition")[0]
     assert "Nemesis" in {name for name, _ in nemesis}

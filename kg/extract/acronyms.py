@@ -30,6 +30,8 @@ from kg.model import Candidate, EntityType
 def _find_long_form(words: list[re.Match], short: str) -> int | None:
     """Schwartz & Hearst: index of the first word of the long form ending before '('."""
     letters = [ch.lower() for ch in short if ch.isalnum()]
+    if re.search(r"[A-Za-z]\d[A-Za-z]", short):  # "GS4CO", "C3PO": a digit for a word
+        letters = [ch for ch in letters if ch.isalpha()]
     if not letters or not short[0].isalnum():
         return None
     limit = min(len(letters) + 5, len(letters) * 2)
@@ -228,7 +230,9 @@ def _trim_generic_head(long_form: str, short: str, start: int) -> tuple[str, int
 
 def _type_of_long_form(long_form: str, proposing: bool, short: str = "") -> str | None:
     words = long_form.split()
-    head = singular(words[-1]).lower()
+    # ("… Datasets for RL": the head is before the preposition and its one word)
+    last = -3 if len(words) > 3 and words[-2].lower() in ("for", "of", "in", "on") else -1
+    head = singular(words[last]).lower()
     by_head = HEAD_TYPES.get(head)
     significant = [w for w in words if w.lower() not in ("of", "with", "for", "and", "the", "in",
                                                           "on", "to", "via", "from", "a")]
