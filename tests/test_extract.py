@@ -486,6 +486,10 @@ def test_an_acronym_whose_letters_are_set_in_bold_is_defined_and_named():
                      "We report results obtained using neural networks (ResNet-56)."],
                     "acronym-definition")
     assert ("R2I", "Method") in digits[0] and not digits[1]
+    # A lower-case long form no head word types is the paper's method when a cue names it.
+    gs4co = _typed(["We propose a framework, namely, graph symbolic discovery for exact "
+                    "combinatorial optimization solver (GS4CO), for branching."])[0]
+    assert ("GS4CO", "Method") in gs4co
     nemesis = _typed(["We propose a new method named Normalizing the soft-prompt vectors of "
                       "vision-language models (Nemesis)."], "acronym-definition")[0]
     assert "Nemesis" in {name for name, _ in nemesis}

@@ -140,7 +140,8 @@ def acronyms(index: LabelIndex, d: Document, prior: Sequence[Candidate]) -> list
         long_form, lf_end = _trim_generic_head(long_form, short, lf_start)
         sentence = d.text[sent[0]:sent[1]]
         type_ = _type_of_long_form(long_form, bool(PROPOSE_WORD.search(sentence)), short)
-        if type_ == EntityType.TECHNIQUE and named_by_cue(d.text, lf_start):
+        if type_ in (EntityType.TECHNIQUE, None) and " " in long_form and \
+                named_by_cue(d.text, lf_start):
             type_ = EntityType.METHOD.value  # "We propose differentially private … (DP-BiTFiT)"
         if type_ is None:
             continue
