@@ -157,10 +157,12 @@ def test_a_task_phrase_may_say_how_it_is_supervised():
     found = _typed(["This enables unsupervised part segmentation of objects in four editing "
                     "tasks.",
                     "A localization loss enables localized reflectance estimation.",
-                    "The model exhibits superior recognition and impressive detection."],
+                    "The model exhibits superior recognition and impressive detection.",
+                    "Results show why reasoning helps, including paragraph-to-video retrieval."],
                    "task-phrase")
     assert found == [{("unsupervised part segmentation", "Task")},
-                     {("reflectance estimation", "Task")}, set()]
+                     {("reflectance estimation", "Task")}, set(),
+                     {("paragraph-to-video retrieval", "Task")}]
 
 
 def test_unknown_names_a_dataset_context_types_are_datasets_even_when_coined_or_sized():

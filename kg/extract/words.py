@@ -153,7 +153,9 @@ TASK_STOP = set("""
 a an the of for in on and or to with by from as at via into over under between across than is
 are be been was were this that these those our their its his her such which whose what
 efficient effective accurate robust better improved existing downstream various many several
-two three four five six seven eight nine ten numerous
+two three four five six seven eight nine ten numerous why how when where showing
+demonstrating including using leveraging allowing requiring supporting yielding achieving
+performing providing making
 multiple different other new novel challenging complex real-world large-scale fine-grained
 high-quality low-quality high low fast faster scalable general generic standard proposed based
 learned trained training test testing inference joint end-to-end simple more most less first
