@@ -715,6 +715,18 @@ def test_what_a_field_often_relies_on_is_a_mention_not_a_use():
     assert tuned["b"] == {"mentions"} and "usesTechnique" in tuned["c"]
 
 
+def test_a_field_named_with_its_acronym_or_growing_is_background():
+    # ICLR/ICML 2024 openings that counted as LLM uses in papers that did not use one.
+    found = _predicates([
+        Paper(id="a", abstract="Recent large language models (LLMs) have witnessed significant "
+                               "advancement in various tasks. We build a theorem dataset."),
+        Paper(id="b", abstract="As LLMs become commonplace, machine-generated text may flood the "
+                               "internet. We study text watermarks."),
+        Paper(id="c", abstract="As we prompt LLMs more, we study their answers.")],
+        "large-language-model")
+    assert found["a"] == found["b"] == {"mentions"} and "usesTechnique" in found["c"]
+
+
 def test_a_sentence_ends_at_a_period_with_no_space_after_it():
     # ICLR 2024 (Intra-Fusion), as written: 310 of its 2,260 abstracts lose the space after a
     # period somewhere. The run-on "sentence" gave the pruning paper's fine-tuning use as

@@ -275,8 +275,10 @@ BACKGROUND_OPENER = re.compile(
     r"advancements?|progress|developments?|breakthroughs?|success(?:es)?|rise|advent|emergence|"
     r"popularity|proliferation)\s+(?:in|of)\s+[^,;:]{0,80}", re.IGNORECASE)
 BACKGROUND_VERB = re.compile(
+    # (the subject may hold an acronym in parentheses: "Recent large language models (LLMs)")
     r"^\W*(?:(?:in\s+)?recent\s+years\W+|recently\W+|nowadays\W+)?(?:(?!\b(?:we|our|this|"
-    r"here|in)\b)[^,;:()])+?\s(?:ha(?:s|ve)\s+(?:recently\s+|also\s+|already\s+)?(?:shown|"
+    r"here|in)\b)(?:[^,;:()]|\([A-Za-z\-]{2,12}\)))+?\s(?:ha(?:s|ve)\s+(?:recently\s+|also\s+|"
+    r"already\s+)?(?:shown|witnessed|seen|"
     r"demonstrated|achieved|emerged|become|gained|attracted|revolutioni[sz]ed|transformed|made|"
     r"exhibited|proven|garnered|enabled|been\s+(?:widely\s+|successfully\s+|increasingly\s+|"
     r"extensively\s+)?(?:applied|used|adopted|deployed|employed|studied|explored))|(?:are|is)\s+"
@@ -285,7 +287,10 @@ BACKGROUND_VERB = re.compile(
     r"exceptional|outstanding|significant|tremendous|substantial)|excels?\s+(?:at|in)|"
     # "RL usually relies on …", "Diffusion models often require …": what a field generally does
     r"(?:often|typically|usually|conventionally|traditionally|generally|commonly)\s+"
-    r"(?:rel(?:y|ies)|requires?|depends?))\b",
+    r"(?:rel(?:y|ies)|requires?|depends?))\b"
+    # "As LLMs become commonplace, …", "As diffusion models grow in size, …"
+    r"|^\W*as\s+(?:(?!\b(?:we|our|this)\b)[^,;:])+?\s(?:becomes?|grows?|gains?|continues?|"
+    r"are\s+increasingly|is\s+increasingly)\b",
     re.IGNORECASE)
 # A negated reliance reaches over its object's clause: "does not rely on the assumption that
 # the operator is L-Lipschitz", "does not require access to a KV cache" (not past "and", "but",
