@@ -700,30 +700,26 @@ def test_a_negated_reliance_or_a_rejected_assumption_is_a_mention_not_a_use():
 def test_what_a_field_often_relies_on_is_a_mention_not_a_use():
     # ICLR/ICML 2024 sentences that counted as uses: a generalisation about others ("often
     # rely on", "typically requires", "conventionally relies on"), its subject and its object.
-    found = _predicates([
-        Paper(id="a", abstract="However, these methods often rely on supervised learning, "
-                               "which misses locality."),
-        Paper(id="b", abstract="Structural pruning conventionally relies on discarding neurons,"
-                               " which necessitates subsequent fine-tuning."),
-        Paper(id="c", abstract="Our method typically requires only one round of fine-tuning.")],
-        "supervised-learning")
-    assert found["a"] == {"mentions"}
-    tuned = _predicates([Paper(id="b", abstract="Structural pruning conventionally relies on "
-                               "discarding neurons, which necessitates subsequent fine-tuning."),
-                         Paper(id="c", abstract="Our method typically requires only one round "
-                               "of fine-tuning.")], "fine-tuning")
+    texts = {"a": "However, these methods often rely on supervised learning, which misses "
+                  "locality.",
+             "b": "Structural pruning conventionally relies on discarding neurons, which "
+                  "necessitates subsequent fine-tuning.",
+             "c": "Our method typically requires only one round of fine-tuning."}
+    papers = [Paper(id=k, abstract=v) for k, v in texts.items()]
+    assert _predicates(papers, "supervised-learning")["a"] == {"mentions"}
+    tuned = _predicates(papers, "fine-tuning")
     assert tuned["b"] == {"mentions"} and "usesTechnique" in tuned["c"]
 
 
 def test_a_field_named_with_its_acronym_or_growing_is_background():
     # ICLR/ICML 2024 openings that counted as LLM uses in papers that did not use one.
-    found = _predicates([
-        Paper(id="a", abstract="Recent large language models (LLMs) have witnessed significant "
-                               "advancement in various tasks. We build a theorem dataset."),
-        Paper(id="b", abstract="As LLMs become commonplace, machine-generated text may flood the "
-                               "internet. We study text watermarks."),
-        Paper(id="c", abstract="As we prompt LLMs more, we study their answers.")],
-        "large-language-model")
+    texts = {"a": "Recent large language models (LLMs) have witnessed significant advancement "
+                  "in various tasks. We build a theorem dataset.",
+             "b": "As LLMs become commonplace, machine-generated text may flood the internet. "
+                  "We study text watermarks.",
+             "c": "As we prompt LLMs more, we study their answers."}
+    found = _predicates([Paper(id=k, abstract=v) for k, v in texts.items()],
+                        "large-language-model")
     assert found["a"] == found["b"] == {"mentions"} and "usesTechnique" in found["c"]
 
 
