@@ -572,6 +572,10 @@ def test_terms_the_vocabulary_lacks_are_kept_in_strong_contexts_only():
                                        abstract="We study keyframe interpolation control."))
     assert ("Hierarchical Policy Learning", "Technique") in {
         (c.span.text, c.type) for c in ex.candidates}
+    # What a title says the work is for is its problem (ICML 2024 titles).
+    titled = Extractor().extract_one(Paper(id="q", title="Towards Foundational Models for "
+                                           "Molecular Learning", abstract="We train on graphs."))
+    assert ("Molecular Learning", "Task") in {(c.span.text, c.type) for c in titled.candidates}
     assert [c.span.text for c in ex.pending] == ["keyframe interpolation control"]
 
 

@@ -62,6 +62,9 @@ _STRONG_BEFORE = re.compile(
     r"based\s+on|rel(?:y|ies|ying)\s+on|incorporat\w+|combin\w+\s+with|built\s+on|"
     r"powered\s+by|driven\s+by|enabled\s+by)\s+(?:the\s+|a\s+|an\s+)?$", re.IGNORECASE)
 TERM_CONFIDENCE = 0.6
+# A paradigm named after "for", "in" or "on" in a title is the problem the paper works on.
+_PROBLEM_HEADS = {"learning", "optimization", "adaptation", "generalization"}
+_TITLE_PROBLEM = re.compile(r"\b(?:for|in|on)\s+$", re.IGNORECASE)
 # Heads that combine with anything ("robot training", "batch inference", "neural network
 # optimization"): such a term is kept in a strong context only, never for recurring.
 _WEAK_HEADS = {"training", "inference", "optimization"}
@@ -112,7 +115,13 @@ def term_candidates(d: Document, prior: Sequence[Candidate]) -> list[tuple[Candi
         if d.text[start:end] != " ".join([*words, head]) or any(
                 s < end and start < e for s, e in taken):
             continue
-        found.append((start, end, HEAD_TYPES[head.lower()]))
+        type_ = HEAD_TYPES[head.lower()]
+        if start < title_end and type_ == "Technique" and head.lower() in _PROBLEM_HEADS and \
+                _TITLE_PROBLEM.search(d.text, 0, start):
+            # "… for Molecular Learning", "… in Online Continual Learning": what the title
+            # says the work is for is the problem it addresses
+            type_ = "Task"
+        found.append((start, end, type_))
     counts = Counter(match_key(d.text[s:e]) for s, e, _ in found)
     out: list[tuple[Candidate, bool]] = []
     for start, end, type_ in found:
