@@ -182,6 +182,23 @@ def test_unknown_names_a_dataset_context_types_are_datasets_even_when_coined_or_
     assert ("CountSketch", "Dataset") not in found[3]
 
 
+def test_names_listed_after_methods_or_models_are_methods_or_models():
+    # ICLR/ICML 2024 sentences: listed names no vocabulary knows were not found at all; a
+    # listed company or plural class is none ("OpenAI", "DNNs").
+    found = _typed(["We improve variance-reduced methods (e.g., SVRG and SAGA) on sums.",
+                    "It outperforms smaller models and pruning strategies, such as MAG, SNIP and "
+                    "GRASP, across the range.",
+                    "State space models like S4D, LRU, and Mamba are fast.",
+                    "Open-source models of equal size, such as Pythia, INCITE, OpenLLaMA and the "
+                    "TinyLlama models, lag behind.",
+                    "Deep models, such as DNNs and OpenAI systems, fail."])
+    assert {("SVRG", "Method"), ("SAGA", "Method")} <= found[0]
+    assert {("MAG", "Method"), ("SNIP", "Method"), ("GRASP", "Method")} <= found[1]
+    assert {("S4D", "Model"), ("LRU", "Model")} <= found[2]
+    assert {("INCITE", "Model"), ("OpenLLaMA", "Model")} <= found[3]
+    assert not {name for name, _ in found[4]} & {"DNNs", "OpenAI"}
+
+
 def test_a_coined_name_something_is_evaluated_on_is_a_dataset():
     # SciREX and ICLR/CoRL 2024 sentences: these came out Method (CamelCase, no digit). A
     # plural acronym evaluated on ("accuracy on AEs") is not a dataset.

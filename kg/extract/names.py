@@ -40,7 +40,8 @@ def list_types(chosen: Sequence[Candidate], text: str) -> list[Candidate]:
         if c.rule != "named-entity":
             continue
         for j in (i - 1, i + 1):
-            if 0 <= j < len(out) and out[j].concept and out[j].type in ("Model", "Dataset"):
+            if 0 <= j < len(out) and (out[j].concept or out[j].rule.startswith("context-")) \
+                    and out[j].type in ("Model", "Dataset"):
                 a, b = sorted((out[i], out[j]), key=lambda x: x.span.start)
                 if re.fullmatch(r"(?:\s*,\s*[A-Z][\w\-.]*)*\s*(?:,|and|or|, and|, or)\s*",
                                 text[a.span.end:b.span.start]):
@@ -100,7 +101,36 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
                       after) and not NUMBER_FORMAT.match(token):
             # "surpasses the RVT baseline", "the PPO algorithm": a method by name
             out.append(Candidate(span, "Method", "context-method", None, 0.65))
+        elif token not in CAMEL_STOP and not re.fullmatch(r"[A-Z]+s", token) and (
+                listed_as := _listed_as_method(
+                    text[d.sentence_of(m.start()).start:m.start()][-200:], after)) is not None:
+            # "baselines such as SVGD and SVRG", "models such as S4D and S5"
+            out.append(Candidate(span, listed_as, "context-method", None, 0.65))
     return out
+
+
+# Names listed right after methods, baselines, algorithms or models ("variance-reduced methods
+# (e.g., SVRG and SAGA)", "state space models like S4, LRU, and Mamba").
+_KINDS = r"methods|baselines|algorithms|approaches|solvers|strategies|techniques|models"
+METHOD_LIST = re.compile(r"\b(?P<kind>" + _KINDS + r")\b"
+                         r"(?:(?!\b(?:with|using|via|on|" + _KINDS + r")\b)[^.;:]){0,60}?"
+                         r"(?::|\bsuch\s+as|"
+                         r"\bincluding|\blike|\(?e\.g\.,?)\s*"
+                         r"(?:[A-Z][\w\-.]*\s*(?:,\s*and|,\s*or|,|and|or)\s*)*$")
+
+
+def _listed_as_method(before: str, after: str) -> str | None:
+    """"Model" or "Method" when a name is listed after methods/baselines/models ``before`` it.
+
+    >>> _listed_as_method("variance-reduced methods (e.g., SVRG and ", ")")
+    'Method'
+    >>> _listed_as_method("state space models like S4, LRU, and ", " show")
+    'Model'
+    """
+    m = METHOD_LIST.search(before)
+    if m is None:
+        return None
+    return "Model" if m.group("kind") == "models" else "Method"
 
 
 def _known_parts(index: LabelIndex, token: str) -> set[str] | None:
