@@ -575,6 +575,8 @@ def test_a_hyphenated_name_made_with_known_names_is_one_new_name():
     assert {("U-MAE", "Method"), ("M2M-GNN", "Model")} <= found[1]
     assert {("SNLI-VE", "Dataset"), ("COCO-Stuff", "Dataset")} <= found[2]
     assert not {name for name, _ in found[3]} & {"GNN-based", "MM-LLMs", "TPR-FPR"}
+    # A CamelCase name made with a dataset's name is a dataset, not a coined method.
+    assert _typed(["Labels in ImageNet-PI are noisy."]) == [{("ImageNet-PI", "Dataset")}]
 
 
 def test_acronym_long_forms_with_technique_heads_are_techniques_unless_proposed():

@@ -86,8 +86,10 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
         elif SIZE.search(token) or (MODEL_AFTER.match(after) and not token.isupper()):
             out.append(Candidate(span, "Model", "context-model", None, 0.65))
         elif CAMEL.match(token) and token not in CAMEL_STOP and not ADJECTIVE_TAIL.search(token):
-            # FlexMatch, MinHash, OpenLLaMA, LipSDP: a coined name, most often a method
-            out.append(Candidate(span, "Method", "named-entity", None, 0.5))
+            # FlexMatch, MinHash, OpenLLaMA, LipSDP: a coined name, most often a method; one
+            # made with a dataset's name a dataset ("ImageNet-PI")
+            type_ = "Dataset" if "Dataset" in (_known_parts(index, token) or ()) else "Method"
+            out.append(Candidate(span, type_, "named-entity", None, 0.5))
         elif known := _known_parts(index, token):
             # "PO-RLHF", "UCB-VI": a name made with known ones is a new one, not matches of
             # its parts ("VI", variational inference); "SNLI-VE" is a dataset, "G-SchNet" and
