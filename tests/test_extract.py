@@ -120,11 +120,12 @@ def test_a_proposed_name_takes_the_type_its_description_and_agreeing_uses_give()
                     "We introduce Transformer-VQ, a decoder-only transformer with dense attention.",
                     "We curate GRIT, a comprehensive refer-and-ground instruction tuning dataset "
                     "including 1.1M samples.",
+                    "We introduce OpenVLA, a 7B-parameter open-source VLA trained on episodes.",
                     "We propose MAgg, a method to augment machine learning models. MAgg models "
                     "metamorphic relations. We evaluate the proposed MAgg method on three tasks."],
                    "proposed-name")
     assert found == [{("AbX", "Model")}, {("Transformer-VQ", "Model")}, {("GRIT", "Dataset")},
-                     {("MAgg", "Method")}]
+                     {("OpenVLA", "Model")}, {("MAgg", "Method")}]
 
 
 def test_a_name_written_in_capitals_is_proposed_whole_after_any_proposing_cue():

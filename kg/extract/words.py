@@ -80,7 +80,8 @@ HEAD_STOP = {
 DATASET_HEADS = {"benchmark", "dataset", "corpus", "suite", "testbed", "collection",
                   "leaderboard", "bench", "data", "arena"}
 MODEL_HEADS = {"model", "llm", "network", "architecture", "transformer", "backbone",
-                "foundation", "encoder", "decoder", "vlm", "mllm", "gnn", "cnn", "rnn", "net"}
+                "foundation", "encoder", "decoder", "vlm", "mllm", "vla", "gnn", "cnn", "rnn",
+                "net"}
 
 # The type a head word gives a phrase: "causal effect estimation" is a Task, "contrastive
 # learning" a Technique, "success rate" a Metric. Used by the acronym, task and term rules.
@@ -153,7 +154,7 @@ TASK_STOP = set("""
 a an the of for in on and or to with by from as at via into over under between across than is
 are be been was were this that these those our their its his her such which whose what
 efficient effective accurate robust better improved existing downstream various many several
-two three four five six seven eight nine ten numerous why how when where showing
+two three four five six seven eight nine ten numerous useful why how when where showing
 demonstrating including using leveraging allowing requiring supporting yielding achieving
 performing providing making
 multiple different other new novel challenging complex real-world large-scale fine-grained
