@@ -557,10 +557,16 @@ def test_a_papers_own_acronym_and_naming_words_decide_what_its_names_are():
     assert ("PAWS-Data", "Dataset") in found[1]
     from kg.pipeline import extract_all
 
-    result = resolve(extract_all([Paper("p", "We propose a novel control approach, namely "
-                                             "Control with Patterns (CWP), for stability.")]))
-    assert "proposes" in {r.predicate for r in result.results[0].relations
-                          if r.object == "method/control-with-patterns"}
+    result = resolve(extract_all([
+        Paper("p", "We propose a novel control approach, namely Control with Patterns (CWP), "
+                   "for stability."),
+        Paper("q", "We propose a novel FL technique with synthetic anchors, dubbed as DeSA."),
+        Paper("r", "A recent seminal work (InvLINT) shows a linear mapping. We propose more.")]))
+    p, q, r = ({(x.predicate, x.object) for x in res.relations} for res in result.results)
+    assert ("proposes", "method/control-with-patterns") in p
+    assert ("proposes", "method/desa") in q
+    assert r & {("usesTechnique", "method/invlint"), ("mentions", "method/invlint")} == {
+        ("mentions", "method/invlint")}
 
 
 def test_a_hyphenated_name_made_with_known_names_is_one_new_name():

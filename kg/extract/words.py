@@ -40,7 +40,8 @@ HEAD_BEFORE_NAME = re.compile(
     r"suite|architecture|network|agent|pipeline|strategy|MLLM|LLM|VLM|tool|library|toolkit|"
     r"solver|optimizer|paradigm)s?\s*(?:\([A-Za-z\-]{2,10}\))?\s*[,:]?\s*$", re.IGNORECASE)
 NAMING_CUE = re.compile(
-    r"\b(?:called|named|dubbed|termed|coined|namely|entitled)\s*[:,]?\s+", re.IGNORECASE)
+    r"\b(?:called|named|dubbed|termed|coined|namely|entitled)\s*[:,]?\s+(?:as\s+)?",
+    re.IGNORECASE)  # ("dubbed as DeSA")
 APPOSITIVE = re.compile(
     r"\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an|the)\s+(?:novel|new|simple|first|general|unified|"
     r"principled|efficient|effective|lightweight|scalable|large-scale|comprehensive|"
@@ -239,7 +240,7 @@ LEFT_BEHIND = re.compile(r"\s+left\s+behind\b", re.IGNORECASE)
 # "Existing methods rely on X, which …", "Previous works such as X": prior work only.
 PRIOR_WORK_SENTENCE = re.compile(
     r"^\W*(?:(?:however|yet|but|unfortunately|nevertheless|notably)\W+)?(?:most\s+|many\s+|"
-    r"some\s+|several\s+|these\s+|such\s+)?(?:existing|previous|prior|conventional|"
+    r"some\s+|several\s+|these\s+|such\s+|a\s+|an\s+)?(?:existing|previous|prior|conventional|"
     r"traditional|classical|earlier|current|popular|mainstream|standard|recent|typical|"
     r"common)\s+(?:[\w\-]+\s+){0,3}?(?:methods?|approaches|works?|studies|techniques|"
     r"solutions|frameworks|algorithms|systems|literature|research|attempts|efforts|baselines|"
