@@ -105,7 +105,7 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
             out.append(Candidate(span, "Method", "context-method", None, 0.65))
         elif token not in CAMEL_STOP and not re.fullmatch(r"[A-Z]+s", token) and (
                 listed_as := _listed_as_method(
-                    text[d.sentence_of(m.start()).start:m.start()][-200:], after)) is not None:
+                    text[d.sentence_of(m.start()).start:m.start()][-200:])) is not None:
             # "baselines such as SVGD and SVRG", "models such as S4D and S5"
             out.append(Candidate(span, listed_as, "context-method", None, 0.65))
     return out
@@ -121,12 +121,12 @@ METHOD_LIST = re.compile(r"\b(?P<kind>" + _KINDS + r")\b"
                          r"(?:[A-Z][\w\-.]*\s*(?:,\s*and|,\s*or|,|and|or)\s*)*$")
 
 
-def _listed_as_method(before: str, after: str) -> str | None:
+def _listed_as_method(before: str) -> str | None:
     """"Model" or "Method" when a name is listed after methods/baselines/models ``before`` it.
 
-    >>> _listed_as_method("variance-reduced methods (e.g., SVRG and ", ")")
+    >>> _listed_as_method("variance-reduced methods (e.g., SVRG and ")
     'Method'
-    >>> _listed_as_method("state space models like S4, LRU, and ", " show")
+    >>> _listed_as_method("state space models like S4, LRU, and ")
     'Model'
     """
     m = METHOD_LIST.search(before)
@@ -166,7 +166,7 @@ MODEL_TAIL = re.compile(r"-(?:[A-Z]*NNs?|[A-Za-z]*Nets?|[A-Z]*LMs?|[A-Za-z]*form
 
 # "seven datasets …: ToyMix, LargeMix and UltraLarge", "benchmarks such as X and Y": names
 # listed right after the word datasets or benchmarks; after a comma ("two benchmark datasets,
-# HM-EQA and OpenEQA") only names in a list (``list_after_comma``).
+# HM-EQA and OpenEQA") only names in a list (``_listed_as_dataset``).
 DATASET_LIST = re.compile(r"\b(?:datasets|benchmarks)\b(?:(?!\b(?:with|using|via)\b)"
                           r"[^.;:]){0,80}?(?::|(?P<comma>,)|\bsuch\s+as|\bincluding|\bnamely)\s*"
                           r"(?:[A-Z][\w\-.]*\s*(?:,\s*and|,\s*or|,|and|or)\s*)*$")

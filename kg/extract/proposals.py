@@ -86,17 +86,18 @@ VERSION_APART = re.compile(r"\s\d{1,2}(?:\.\d)?(?=[,;:)]|\.\s|\s+\(|\s+(?:is|are
 CAPS_RUN = re.compile(r"[A-Z][A-Z0-9\-]*(?:\s+[A-Z][A-Z0-9\-]*){1,3}(?<=[A-Z0-9]{3})(?![\w\-])")
 # "we propose Decor, a variant of …", "we introduce Mol-Instructions, a …": one capitalised
 # word (or hyphenated compound) that an appositive describes.
-WORD = r"[A-Z][a-z]{2,}(?:-[A-Za-z][a-z]+)*"
-WORD_APPOSITIVE = re.compile(WORD + r"(?=\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an|the)\s)")
+CAPITALISED = r"[A-Z][a-z]{2,}(?:-[A-Za-z][a-z]+)*"
+WORD_APPOSITIVE = re.compile(CAPITALISED + r"(?=\s*(?:\([^)]{1,80}\)\s*)?,\s+(?:a|an|the)\s)")
 # "an approach named Intra-Fusion, challenging …", "a solver called Kissat.": after a naming
 # cue, such a word is a name where the noun phrase ends with it.
-WORD_NAMED = re.compile(WORD + r"(?=\s*[,.;:(]|\s+(?:that|which|is|was)\b)")
+WORD_NAMED = re.compile(CAPITALISED + r"(?=\s*[,.;:(]|\s+(?:that|which|is|was)\b)")
 
 
 def _name_at(text: str, pos: int, named: bool = False) -> tuple[int, int] | None:
     """A proposed name starting at ``pos``: a name token (with a release number written apart),
-    a Title Case run of 2–5 words, or one capitalised word an appositive describes or (after a
-    naming cue: ``named``) that ends its noun phrase."""
+    a Title Case run of 2–8 words (for/of/with/and/in/on/to/via may join two), or one
+    capitalised word an appositive describes or (after a naming cue: ``named``) that ends its
+    noun phrase."""
     m = NAME.match(text, pos)
     if not m:
         return None
