@@ -68,6 +68,7 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
             continue  # a known model family ("GPT-style"): the vocabulary match stands
         after = text[m.end():m.end() + 40]
         before = text[max(0, m.start() - 40):m.start()]
+        sentence = text[d.sentence_of(m.start()).start:m.start()]  # (up to the name)
         span = d.span(m.start(), m.end())
         listed = last_dataset_end >= 0 and re.fullmatch(
             r"\s*(?:,|and|or|, and|, or)\s*", text[last_dataset_end:m.start()]) is not None
@@ -79,7 +80,7 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
         elif HARDWARE_CONTEXT.match(after) and re.search(r"\d", token):
             out.append(Candidate(span, "Hardware", "context-hardware", None, 0.7))
         elif not NUMBER_FORMAT.match(token) and _dataset_evidence(
-                token, before, after, listed, text[d.sentence_of(m.start()).start:m.start()]):
+                token, before, after, listed, sentence):
             # before the size and CamelCase tests: "the QM1B dataset", "TransNAS-Bench-101"
             out.append(Candidate(span, "Dataset", "context-dataset", None, 0.7))
             last_dataset_end = m.end()
@@ -104,21 +105,20 @@ def context_names(index: LabelIndex, d: Document) -> list[Candidate]:
             # "surpasses the RVT baseline", "the PPO algorithm": a method by name
             out.append(Candidate(span, "Method", "context-method", None, 0.65))
         elif token not in CAMEL_STOP and not re.fullmatch(r"[A-Z]+s", token) and (
-                listed_as := _listed_as_method(
-                    text[d.sentence_of(m.start()).start:m.start()][-200:])) is not None:
+                listed_as := _listed_as_method(sentence[-200:])) is not None:
             # "baselines such as SVGD and SVRG", "models such as S4D and S5"
             out.append(Candidate(span, listed_as, "context-method", None, 0.65))
     return out
 
 
+# The names a list holds before the name at its end: "ToyMix, LargeMix and ".
+_NAMES_BEFORE = r"(?:[A-Z][\w\-.]*\s*(?:,\s*and|,\s*or|,|and|or)\s*)*$"
 # Names listed right after methods, baselines, algorithms or models ("variance-reduced methods
 # (e.g., SVRG and SAGA)", "state space models like S4, LRU, and Mamba").
 _KINDS = r"methods|baselines|algorithms|approaches|solvers|strategies|techniques|models"
 METHOD_LIST = re.compile(r"\b(?P<kind>" + _KINDS + r")\b"
                          r"(?:(?!\b(?:with|using|via|on|" + _KINDS + r")\b)[^.;:]){0,60}?"
-                         r"(?::|\bsuch\s+as|"
-                         r"\bincluding|\blike|\(?e\.g\.,?)\s*"
-                         r"(?:[A-Z][\w\-.]*\s*(?:,\s*and|,\s*or|,|and|or)\s*)*$")
+                         r"(?::|\bsuch\s+as|\bincluding|\blike|\(?e\.g\.,?)\s*" + _NAMES_BEFORE)
 
 
 def _listed_as_method(before: str) -> str | None:
@@ -169,7 +169,7 @@ MODEL_TAIL = re.compile(r"-(?:[A-Z]*NNs?|[A-Za-z]*Nets?|[A-Z]*LMs?|[A-Za-z]*form
 # HM-EQA and OpenEQA") only names in a list (``_listed_as_dataset``).
 DATASET_LIST = re.compile(r"\b(?:datasets|benchmarks)\b(?:(?!\b(?:with|using|via)\b)"
                           r"[^.;:]){0,80}?(?::|(?P<comma>,)|\bsuch\s+as|\bincluding|\bnamely)\s*"
-                          r"(?:[A-Z][\w\-.]*\s*(?:,\s*and|,\s*or|,|and|or)\s*)*$")
+                          + _NAMES_BEFORE)
 
 
 def _dataset_evidence(token: str, before: str, after: str, listed: bool, sentence: str) -> bool:
